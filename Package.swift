@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Switchboard",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "SwitchboardCore", targets: ["SwitchboardCore"]),
+        .library(name: "SwitchboardStore", targets: ["SwitchboardStore"]),
+        .library(name: "SwitchboardEngine", targets: ["SwitchboardEngine"]),
+        .library(name: "SwitchboardConformance", targets: ["SwitchboardConformance"]),
+        .library(name: "MemoryAdapter", targets: ["MemoryAdapter"]),
+        .executable(name: "switchboard", targets: ["switchboard"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "SwitchboardCore", path: "Sources/SwitchboardCore"),
+        .target(name: "SwitchboardStore", dependencies: ["SwitchboardCore", "CSQLite"],
+                path: "Sources/SwitchboardStore"),
+        .target(name: "SwitchboardEngine", dependencies: ["SwitchboardCore", "SwitchboardStore"],
+                path: "Sources/SwitchboardEngine"),
+        .target(name: "MemoryAdapter", dependencies: ["SwitchboardCore"], path: "Adapters/Memory"),
+        .target(name: "SwitchboardConformance",
+                dependencies: ["SwitchboardCore", "SwitchboardStore", "SwitchboardEngine"],
+                path: "Sources/SwitchboardConformance"),
+        .executableTarget(name: "switchboard",
+                          dependencies: ["SwitchboardCore", "SwitchboardStore", "SwitchboardEngine",
+                                         "SwitchboardConformance", "MemoryAdapter"],
+                          path: "Sources/switchboard"),
+        .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore"],
+                    path: "Tests/SwitchboardCoreTests"),
+        .testTarget(name: "SwitchboardStoreTests", dependencies: ["SwitchboardStore", "SwitchboardCore"],
+                    path: "Tests/SwitchboardStoreTests"),
+        .testTarget(name: "MemoryAdapterTests", dependencies: ["MemoryAdapter", "SwitchboardCore"],
+                    path: "Tests/MemoryAdapterTests"),
+        .testTarget(name: "SwitchboardEngineTests",
+                    dependencies: ["SwitchboardEngine", "SwitchboardStore", "SwitchboardCore", "MemoryAdapter"],
+                    path: "Tests/SwitchboardEngineTests"),
+        .testTarget(name: "SwitchboardConformanceTests",
+                    dependencies: ["SwitchboardConformance", "MemoryAdapter", "SwitchboardCore"],
+                    path: "Tests/SwitchboardConformanceTests"),
+    ],
+    swiftLanguageModes: [.v6]
+)

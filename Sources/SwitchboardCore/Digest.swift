@@ -1,0 +1,155 @@
+import Foundation
+
+/// SHA-256 and SHA-1 in pure Swift, so the core needs no crypto library.
+public enum Digest {
+    /// The SHA-256 digest of `data`.
+    public static func sha256(_ data: some Collection<UInt8>) -> [UInt8] {
+        var hasher = SHA256Hasher()
+        hasher.update(Array(data))
+        return hasher.finalize()
+    }
+
+    /// The lowercase hex SHA-256 digest of `data`.
+    public static func sha256Hex(_ data: some Collection<UInt8>) -> String { hex(sha256(data)) }
+
+    /// The SHA-1 digest of `data` (used only for UUIDv5, as RFC 9562 requires).
+    public static func sha1(_ data: some Collection<UInt8>) -> [UInt8] {
+        var message = Array(data)
+        let bitLength = UInt64(message.count) * 8
+        message.append(0x80)
+        while message.count % 64 != 56 { message.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
+        var w = [UInt32](repeating: 0, count: 80)
+        for chunk in stride(from: 0, to: message.count, by: 64) {
+            for i in 0..<16 {
+                let j = chunk + i * 4
+                w[i] = UInt32(message[j]) << 24 | UInt32(message[j + 1]) << 16 | UInt32(message[j + 2]) << 8 | UInt32(message[j + 3])
+            }
+            for i in 16..<80 { w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotatedLeft(1) }
+            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
+            for i in 0..<80 {
+                let (f, k): (UInt32, UInt32)
+                switch i {
+                case 0..<20: (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
+                case 20..<40: (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
+                case 40..<60: (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
+                default: (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
+                }
+                let temp = a.rotatedLeft(5) &+ f &+ e &+ k &+ w[i]
+                (e, d, c, b, a) = (d, c, b.rotatedLeft(30), a, temp)
+            }
+            h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e
+        }
+        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+    }
+
+    /// Lowercase hex of `bytes`.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for byte in bytes { out.append(digits[Int(byte >> 4)]); out.append(digits[Int(byte & 0x0F)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// An incremental SHA-256 hasher (FIPS 180-4), for streaming large attachments.
+public struct SHA256Hasher: Sendable {
+    private var state: [UInt32] = [0x6A09_E667, 0xBB67_AE85, 0x3C6E_F372, 0xA54F_F53A,
+                                   0x510E_527F, 0x9B05_688C, 0x1F83_D9AB, 0x5BE0_CD19]
+    private var buffer: [UInt8] = []
+    private var totalBytes: UInt64 = 0
+
+    private static let k: [UInt32] = [
+        0x428A_2F98, 0x7137_4491, 0xB5C0_FBCF, 0xE9B5_DBA5, 0x3956_C25B, 0x59F1_11F1, 0x923F_82A4, 0xAB1C_5ED5,
+        0xD807_AA98, 0x1283_5B01, 0x2431_85BE, 0x550C_7DC3, 0x72BE_5D74, 0x80DE_B1FE, 0x9BDC_06A7, 0xC19B_F174,
+        0xE49B_69C1, 0xEFBE_4786, 0x0FC1_9DC6, 0x240C_A1CC, 0x2DE9_2C6F, 0x4A74_84AA, 0x5CB0_A9DC, 0x76F9_88DA,
+        0x983E_5152, 0xA831_C66D, 0xB003_27C8, 0xBF59_7FC7, 0xC6E0_0BF3, 0xD5A7_9147, 0x06CA_6351, 0x1429_2967,
+        0x27B7_0A85, 0x2E1B_2138, 0x4D2C_6DFC, 0x5338_0D13, 0x650A_7354, 0x766A_0ABB, 0x81C2_C92E, 0x9272_2C85,
+        0xA2BF_E8A1, 0xA81A_664B, 0xC24B_8B70, 0xC76C_51A3, 0xD192_E819, 0xD699_0624, 0xF40E_3585, 0x106A_A070,
+        0x19A4_C116, 0x1E37_6C08, 0x2748_774C, 0x34B0_BCB5, 0x391C_0CB3, 0x4ED8_AA4A, 0x5B9C_CA4F, 0x682E_6FF3,
+        0x748F_82EE, 0x78A5_636F, 0x84C8_7814, 0x8CC7_0208, 0x90BE_FFFA, 0xA450_6CEB, 0xBEF9_A3F7, 0xC671_78F2,
+    ]
+
+    /// A hasher with the initial state.
+    public init() {}
+
+    /// Feeds more bytes.
+    public mutating func update(_ bytes: [UInt8]) {
+        totalBytes += UInt64(bytes.count)
+        var index = 0
+        if !buffer.isEmpty {
+            let take = min(64 - buffer.count, bytes.count)
+            buffer.append(contentsOf: bytes[0..<take])
+            index = take
+            if buffer.count == 64 { compress(buffer, at: 0); buffer.removeAll(keepingCapacity: true) }
+        }
+        while index + 64 <= bytes.count { compress(bytes, at: index); index += 64 }
+        if index < bytes.count { buffer.append(contentsOf: bytes[index...]) }
+    }
+
+    /// Feeds the bytes of `data`.
+    public mutating func update(_ data: Data) { update([UInt8](data)) }
+
+    /// Finishes and returns the 32-byte digest.
+    public mutating func finalize() -> [UInt8] {
+        let bitLength = totalBytes * 8
+        var tail = buffer
+        tail.append(0x80)
+        while tail.count % 64 != 56 { tail.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for offset in stride(from: 0, to: tail.count, by: 64) { compress(tail, at: offset) }
+        buffer.removeAll()
+        return state.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+    }
+
+    private mutating func compress(_ bytes: [UInt8], at offset: Int) {
+        var w = [UInt32](repeating: 0, count: 64)
+        for i in 0..<16 {
+            let j = offset + i * 4
+            w[i] = UInt32(bytes[j]) << 24 | UInt32(bytes[j + 1]) << 16 | UInt32(bytes[j + 2]) << 8 | UInt32(bytes[j + 3])
+        }
+        for i in 16..<64 {
+            let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
+            let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
+            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+        }
+        var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
+        for i in 0..<64 {
+            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+            let ch = (e & f) ^ (~e & g)
+            let t1 = h &+ s1 &+ ch &+ Self.k[i] &+ w[i]
+            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+            let maj = (a & b) ^ (a & c) ^ (b & c)
+            let t2 = s0 &+ maj
+            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
+        }
+        state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
+        state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
+    }
+}
+
+/// Name-based UUIDs (RFC 9562 version 5, SHA-1).
+public enum UUIDv5 {
+    /// The namespace Switchboard derives foreign message IDs in.
+    public static let switchboardNamespace = UUID(uuidString: "6f1c9a52-7d1e-4f6b-9a55-3e2b8c0d4a11")!
+
+    /// The lowercase UUIDv5 text of `name` in `namespace`.
+    public static func make(namespace: UUID, name: String) -> String {
+        let ns = namespace.uuid
+        var input: [UInt8] = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7,
+                              ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
+        input.append(contentsOf: Array(name.utf8))
+        var bytes = Array(Digest.sha1(input).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x50
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return uuid.uuidString.lowercased()
+    }
+}
+
+extension UInt32 {
+    fileprivate func rotatedLeft(_ n: UInt32) -> UInt32 { (self << n) | (self >> (32 - n)) }
+    fileprivate func rotatedRight(_ n: UInt32) -> UInt32 { (self >> n) | (self << (32 - n)) }
+}

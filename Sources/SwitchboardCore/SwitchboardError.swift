@@ -1,0 +1,81 @@
+import Foundation
+
+/// The public error type: a stable code, a message for people, and whether retrying can help.
+public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+    /// A stable error category; new codes can be added without breaking callers.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case emptyMessage, contentTooLarge, unknownMessage, unknownConversation, editWindowExpired
+            case deleteWindowExpired, notSupported, alreadyPublished, refused, transport, storage
+            case corruptStore, invalidArgument, notFound, unauthorized, cancelled, notOwner, conflict
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// Text was empty or only whitespace and there were no attachments.
+        public static let emptyMessage = Code(.emptyMessage)
+        /// Text or attachments exceed what the backend accepts.
+        public static let contentTooLarge = Code(.contentTooLarge)
+        /// No message with that ID is known.
+        public static let unknownMessage = Code(.unknownMessage)
+        /// No conversation with that ID is known or accessible.
+        public static let unknownConversation = Code(.unknownConversation)
+        /// The edit window (default 15 minutes) has passed.
+        public static let editWindowExpired = Code(.editWindowExpired)
+        /// The delete window (default 2 hours) has passed.
+        public static let deleteWindowExpired = Code(.deleteWindowExpired)
+        /// The adapter lacks the capability.
+        public static let notSupported = Code(.notSupported)
+        /// The operation needs an unpublished message.
+        public static let alreadyPublished = Code(.alreadyPublished)
+        /// The backend refused the operation.
+        public static let refused = Code(.refused)
+        /// The network or server failed; retrying may help.
+        public static let transport = Code(.transport)
+        /// The local store failed.
+        public static let storage = Code(.storage)
+        /// The database file is corrupt or not ours.
+        public static let corruptStore = Code(.corruptStore)
+        /// An argument is malformed.
+        public static let invalidArgument = Code(.invalidArgument)
+        /// A remote object does not exist.
+        public static let notFound = Code(.notFound)
+        /// Credentials are missing, wrong or expired.
+        public static let unauthorized = Code(.unauthorized)
+        /// The operation was cancelled.
+        public static let cancelled = Code(.cancelled)
+        /// Only the sender may do this.
+        public static let notOwner = Code(.notOwner)
+        /// The change conflicts with existing state.
+        public static let conflict = Code(.conflict)
+
+        /// The code's name.
+        public var description: String { base.rawValue }
+    }
+
+    /// The category.
+    public let code: Code
+    /// What happened, for people; never contains secrets.
+    public let message: String
+    /// Whether retrying the same operation may succeed.
+    public let isRetryable: Bool
+
+    /// Builds an error.
+    public init(_ code: Code, _ message: String, retryable: Bool = false) {
+        self.code = code
+        self.message = message
+        self.isRetryable = retryable
+    }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
+    /// The same as `description`, for Foundation.
+    public var errorDescription: String? { description }
+
+    /// Wraps any error, keeping a `SwitchboardError` as it is and treating others as retryable transport failures.
+    public static func wrapping(_ error: any Error) -> SwitchboardError {
+        if let error = error as? SwitchboardError { return error }
+        if error is CancellationError { return SwitchboardError(.cancelled, "cancelled", retryable: true) }
+        return SwitchboardError(.transport, String(describing: error), retryable: true)
+    }
+}

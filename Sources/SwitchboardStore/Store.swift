@@ -1,0 +1,174 @@
+import Foundation
+import SwitchboardCore
+
+/// One row of the ID map: a message's identity on one backend.
+public struct IDMapping: Sendable, Hashable, Codable {
+    /// The internal identity.
+    public var messageID: MessageID
+    /// The backend.
+    public var backend: BackendID
+    /// The conversation on that backend.
+    public var conversation: ConversationID
+    /// The backend's ID.
+    public var remoteID: RemoteID
+    /// Which part of the message (0 unless a backend splits one message into several).
+    public var part: Int
+
+    /// Builds a mapping.
+    public init(messageID: MessageID, backend: BackendID, conversation: ConversationID, remoteID: RemoteID, part: Int = 0) {
+        self.messageID = messageID
+        self.backend = backend
+        self.conversation = conversation
+        self.remoteID = remoteID
+        self.part = part
+    }
+}
+
+/// Where an outbox entry stands.
+public enum OutboxStatus: String, Sendable, Hashable, Codable {
+    /// Waiting for its attachments to upload before it can be prepared.
+    case awaitingUploads
+    /// Prepared and due at `nextAttemptAt` (unless `noSend`).
+    case queued
+    /// Attempts exhausted or refused; waits for a user retry.
+    case failed
+}
+
+/// A message waiting to be published, persisted so a crash loses nothing.
+public struct OutboxEntry: Sendable, Hashable, Codable {
+    /// The message (and idempotency key).
+    public var messageID: MessageID
+    /// The backend it goes to.
+    public var backend: BackendID
+    /// The conversation.
+    public var conversation: ConversationID
+    /// The adapter's prepared request; nil while attachments upload.
+    public var prepared: PreparedMessage?
+    /// Held until published by name (noSend).
+    public var noSend: Bool
+    /// Publish attempts made so far.
+    public var attempts: Int
+    /// Earliest time of the next attempt.
+    public var nextAttemptAt: Date
+    /// The last failure, for people (never contains secrets).
+    public var lastError: String?
+    /// Status.
+    public var status: OutboxStatus
+    /// When the entry was created; the worker publishes oldest first.
+    public var createdAt: Date
+
+    /// Builds an outbox entry.
+    public init(messageID: MessageID, backend: BackendID, conversation: ConversationID, prepared: PreparedMessage?,
+                noSend: Bool, attempts: Int = 0, nextAttemptAt: Date, lastError: String? = nil,
+                status: OutboxStatus, createdAt: Date) {
+        self.messageID = messageID
+        self.backend = backend
+        self.conversation = conversation
+        self.prepared = prepared
+        self.noSend = noSend
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.status = status
+        self.createdAt = createdAt
+    }
+}
+
+/// What a sync cursor tracks.
+public enum CursorKind: String, Sendable, Hashable, Codable {
+    /// The change feed: delta sync resumes after it.
+    case changes
+    /// The oldest history page fetched: paging backwards resumes before it.
+    case history
+}
+
+/// An operation whose target is not mapped yet; it waits in the store until the mapping appears.
+public struct PendingOperation: Sendable, Hashable, Codable {
+    /// Row identity, assigned by the store (0 before insertion).
+    public var id: Int64
+    /// What the operation waits for, e.g. `message:<MessageID>@<backend>` or `remote:<backend>:<RemoteID>`.
+    public var waitKey: String
+    /// The operation's kind, e.g. `edit`, `delete`, `reaction`, `receipt`.
+    public var kind: String
+    /// Its encoded arguments.
+    public var payload: Data
+    /// When it was queued.
+    public var createdAt: Date
+
+    /// Builds a pending operation.
+    public init(id: Int64 = 0, waitKey: String, kind: String, payload: Data, createdAt: Date) {
+        self.id = id
+        self.waitKey = waitKey
+        self.kind = kind
+        self.payload = payload
+        self.createdAt = createdAt
+    }
+}
+
+/// The operations one transaction offers; every logical step of the engine runs in one transaction.
+public protocol StoreTransaction {
+    /// The message with its attachments and reactions, or nil.
+    func message(_ id: MessageID) throws -> Message?
+    /// Inserts or replaces a message together with its attachments and reactions.
+    func upsertMessage(_ message: Message) throws
+    /// Removes a message and everything hanging off it (attachments, reactions, receipts, mappings, outbox).
+    func removeMessage(_ id: MessageID) throws
+    /// Up to `limit` messages of a conversation strictly before `position` (newest first); the newest when nil.
+    func messages(in conversation: ConversationID, before position: TimelinePosition?, limit: Int) throws -> [Message]
+    /// Up to `limit` messages strictly after `position` (oldest first).
+    func messages(in conversation: ConversationID, after position: TimelinePosition, limit: Int) throws -> [Message]
+    /// How many messages a conversation holds locally.
+    func messageCount(in conversation: ConversationID) throws -> Int
+    /// Every message that is not yet published or failed (draft, pending, uploading, sending, failed).
+    func unfinishedMessages() throws -> [Message]
+
+    /// Replaces one attachment's row (upload state, remote location) of `message`.
+    func updateAttachment(_ attachment: Attachment, of message: MessageID) throws
+
+    /// Records or replaces the receipt of `(message, user)`.
+    func upsertReceipt(_ receipt: Receipt) throws
+    /// Receipts of a message.
+    func receipts(of message: MessageID) throws -> [Receipt]
+
+    /// Records a mapping; a conflicting row on either unique side throws `conflict`; an identical row is a no-op.
+    func insertMapping(_ mapping: IDMapping) throws
+    /// The message a backend ID maps to.
+    func messageID(backend: BackendID, remoteID: RemoteID) throws -> MessageID?
+    /// The backend ID of a message part.
+    func remoteID(of message: MessageID, backend: BackendID, part: Int) throws -> RemoteID?
+    /// All mappings of a message.
+    func mappings(of message: MessageID) throws -> [IDMapping]
+
+    /// Inserts or replaces an outbox entry.
+    func upsertOutbox(_ entry: OutboxEntry) throws
+    /// The outbox entry of a message.
+    func outboxEntry(_ message: MessageID) throws -> OutboxEntry?
+    /// Removes a message's outbox entry.
+    func removeOutbox(_ message: MessageID) throws
+    /// Queued, non-noSend entries of `backend` due at `now`, oldest first.
+    func dueOutbox(backend: BackendID, now: Date, limit: Int) throws -> [OutboxEntry]
+    /// Every outbox entry of `backend`, oldest first.
+    func outbox(backend: BackendID) throws -> [OutboxEntry]
+
+    /// A stored sync cursor.
+    func cursor(conversation: ConversationID, backend: BackendID, kind: CursorKind) throws -> Cursor?
+    /// Stores (or clears with nil) a sync cursor.
+    func setCursor(_ cursor: Cursor?, conversation: ConversationID, backend: BackendID, kind: CursorKind) throws
+
+    /// Queues an operation waiting for a mapping; returns its row id.
+    @discardableResult func enqueuePending(_ operation: PendingOperation) throws -> Int64
+    /// Operations waiting on `waitKey`, oldest first.
+    func pendingOperations(waitingOn waitKey: String) throws -> [PendingOperation]
+    /// Every waiting operation, oldest first.
+    func allPendingOperations() throws -> [PendingOperation]
+    /// Removes a waiting operation.
+    func removePending(_ id: Int64) throws
+}
+
+/// Persistence behind one protocol: SQLite embedded, PostgreSQL shared.
+public protocol Store: Sendable {
+    /// Runs `body` in one write transaction (IMMEDIATE); any throw rolls back and rethrows.
+    func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// Runs `body` against a consistent read snapshot.
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+}
