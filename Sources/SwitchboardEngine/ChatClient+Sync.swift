@@ -1,0 +1,265 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+
+extension ChatClient {
+    static let historyExhausted = Cursor("#beginning")
+
+    /// Runs a delta sync now (what `open`, every reconnect and a return from background do): fetches what changed
+    /// after the stored cursor, new messages and edits, deletes, reactions, receipts; nothing else.
+    public func synchronize(_ id: ConversationID) async throws {
+        let state = try state(id)
+        if state.isSyncing {
+            state.resyncRequested = true
+            return
+        }
+        state.isSyncing = true
+        defer { state.isSyncing = false }
+        emit(.syncStateChanged(.syncing), in: id)
+        repeat {
+            state.resyncRequested = false
+            do {
+                try await deltaSync(id)
+            } catch {
+                emit(.syncStateChanged(.offline(reason: SwitchboardError.wrapping(error).message)), in: id)
+                throw error
+            }
+        } while state.resyncRequested
+        emit(.syncStateChanged(state.isConnected ? .live : .offline(reason: "live stream not connected")), in: id)
+        try await flushAllPendingOperations()
+    }
+
+    private func deltaSync(_ id: ConversationID) async throws {
+        let backend = self.backend
+        var cursor = try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .changes) }
+        if cursor == nil {
+            // First open: take the feed position first, then the newest page; the overlap is deduplicated.
+            let latest = try await adapter.latestCursor(in: id)
+            let page = try await adapter.history(in: id, before: nil, limit: configuration.pageSize)
+            try ingest(page, in: id)
+            try store.write { tx in
+                try tx.setCursor(latest ?? Cursor("0"), conversation: id, backend: backend, kind: .changes)
+            }
+            cursor = latest ?? Cursor("0")
+        }
+        while true {
+            let batch = try await adapter.changes(in: id, after: cursor, limit: configuration.syncBatchSize)
+            let events = try store.write { tx -> [ConversationEvent] in
+                var events: [ConversationEvent] = []
+                for change in batch.changes { events += try apply(change, tx: tx) }
+                if let next = batch.cursor {
+                    try tx.setCursor(next, conversation: id, backend: backend, kind: .changes)
+                }
+                return events
+            }
+            for event in events { emit(event, in: id) }
+            cursor = batch.cursor ?? cursor
+            if !batch.hasMore || batch.changes.isEmpty { break }
+        }
+    }
+
+    /// Ingests one history page and records where paging backwards resumes.
+    func ingest(_ page: HistoryPage, in id: ConversationID) throws {
+        let backend = self.backend
+        let events = try store.write { tx -> [ConversationEvent] in
+            var events: [ConversationEvent] = []
+            for message in page.messages { events += try apply(.message(message), tx: tx) }
+            for reaction in page.reactions { events += try apply(.reaction(reaction), tx: tx) }
+            for receipt in page.receipts { events += try apply(.receipt(receipt), tx: tx) }
+            let existing = try tx.cursor(conversation: id, backend: backend, kind: .history)
+            if existing != Self.historyExhausted {
+                try tx.setCursor(page.olderCursor ?? Self.historyExhausted, conversation: id, backend: backend, kind: .history)
+            }
+            return events
+        }
+        for event in events { emit(event, in: id) }
+    }
+
+    /// Fetches the next older history page from the backend; returns how many messages it held.
+    @discardableResult
+    func fetchOlderHistory(_ id: ConversationID) async throws -> Int {
+        let backend = self.backend
+        let cursor = try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) }
+        if cursor == Self.historyExhausted { return 0 }
+        let page = try await adapter.history(in: id, before: cursor, limit: configuration.pageSize)
+        try ingest(page, in: id)
+        return page.messages.count
+    }
+
+    func isHistoryExhausted(_ id: ConversationID) throws -> Bool {
+        let backend = self.backend
+        return try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) } == Self.historyExhausted
+    }
+
+    /// Handles one live event: connection changes trigger a delta sync; changes are reconciled like any other.
+    func handleLive(_ event: AdapterEvent, in id: ConversationID) async {
+        guard let state = conversations[id] else { return }
+        switch event {
+        case .connection(.connected):
+            state.isConnected = true
+            do { try await synchronize(id) } catch { log(.debug, "sync after reconnect failed: \(error)") }
+        case .connection(.disconnected(let reason)):
+            state.isConnected = false
+            emit(.syncStateChanged(.offline(reason: reason)), in: id)
+        case .change(let change):
+            do {
+                let events = try store.write { tx in try apply(change, tx: tx) }
+                for event in events { emit(event, in: id) }
+                if case .message(let remote) = change { await flushOperations(waitingOn: Self.remoteKey(backend, remote.remoteID)) }
+            } catch {
+                log(.warning, "live change not applied: \(error); next sync repairs it")
+                state.resyncRequested = true
+            }
+        case .typing(_, let user, let isTyping):
+            remoteTyping(user, isTyping: isTyping, in: id)
+        }
+    }
+
+    // MARK: - Reconciliation
+
+    /// Resolves an incoming message to its `MessageID`: the key it carries, then the ID map, then derivation.
+    func resolve(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> MessageID {
+        if let key = remote.idempotencyKey, !key.rawValue.isEmpty { return key }
+        if let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID) { return mapped }
+        return MessageID.derived(backend: backend, remote: remote.remoteID)
+    }
+
+    /// Applies one change inside a transaction and returns the events it causes (none when nothing changed).
+    func apply(_ change: RemoteChange, tx: any StoreTransaction) throws -> [ConversationEvent] {
+        switch change {
+        case .message(let remote): return try applyMessage(remote, tx: tx)
+        case .reaction(let reaction): return try applyReaction(reaction, tx: tx)
+        case .receipt(let receipt): return try applyReceipt(receipt, tx: tx)
+        }
+    }
+
+    private func applyMessage(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> [ConversationEvent] {
+        let id = try resolve(remote, tx: tx)
+        let backend = self.backend
+        let mapping = IDMapping(messageID: id, backend: backend, conversation: remote.conversation, remoteID: remote.remoteID)
+        if let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID), mapped != id {
+            log(.warning, "remote \(remote.remoteID) already maps to \(mapped); keeping the map")
+        } else if try tx.remoteID(of: id, backend: backend, part: 0) == nil {
+            try tx.insertMapping(mapping)
+        }
+        var replyTo: MessageID?
+        if let target = remote.replyTo {
+            replyTo = try tx.messageID(backend: backend, remoteID: target) ?? MessageID.derived(backend: backend, remote: target)
+        }
+        guard var message = try tx.message(id) else {
+            let isOwn = remote.sender == localUser
+            let message = Message(id: id, conversation: remote.conversation, sender: remote.sender,
+                                  content: MessageContent(text: remote.text, replyTo: replyTo, attachments: remote.attachments,
+                                                          metadata: remote.metadata),
+                                  timestamp: remote.sentAt.roundedToMicroseconds, hasServerTimestamp: true,
+                                  editedAt: remote.editedAt?.roundedToMicroseconds,
+                                  deletedAt: remote.deletedAt?.roundedToMicroseconds,
+                                  delivery: isOwn ? .sent : .received, isOutgoing: isOwn)
+            try tx.upsertMessage(message)
+            return [.messageUpserted(message)]
+        }
+        let before = message
+        if !message.hasServerTimestamp || message.timestamp != remote.sentAt.roundedToMicroseconds {
+            message.timestamp = remote.sentAt.roundedToMicroseconds
+            message.hasServerTimestamp = true
+        }
+        if message.isOutgoing && !message.delivery.isPublished {
+            // The echo proves the backend has it: whatever the publish call said, it is sent.
+            message.delivery = .sent
+            try tx.removeOutbox(id)
+        }
+        message.content.attachments = mergeAttachments(local: message.content.attachments, remote: remote.attachments)
+        var events: [ConversationEvent] = []
+        let remoteEdited = remote.editedAt?.roundedToMicroseconds
+        if remote.text != message.content.text, remote.deletedAt == nil,
+           remoteEdited != nil || !message.isOutgoing || message.delivery.isPublished {
+            if let remoteEdited, let localEdited = message.editedAt, remoteEdited < localEdited {
+                // An older edit than ours: ours is newer and on its way.
+            } else {
+                message.content.text = remote.text
+                message.editedAt = remoteEdited ?? message.editedAt
+                events.append(.contentEdited(message))
+            }
+        }
+        if let deleted = remote.deletedAt, message.deletedAt == nil {
+            message.deletedAt = deleted.roundedToMicroseconds
+            message.content.text = remote.text
+            events.append(.deleted(message))
+        }
+        if message == before { return [] }
+        try tx.upsertMessage(message)
+        if events.isEmpty { events.append(.messageUpserted(message)) } else {
+            events = events.map { event in
+                switch event {
+                case .contentEdited: .contentEdited(message)
+                case .deleted: .deleted(message)
+                default: event
+                }
+            }
+            if message.delivery != before.delivery || message.timestamp != before.timestamp {
+                events.insert(.messageUpserted(message), at: 0)
+            }
+        }
+        return events
+    }
+
+    /// The remote attachment set wins (a partial failure may have split it); local files stay for display.
+    private func mergeAttachments(local: [Attachment], remote: [Attachment]) -> [Attachment] {
+        guard !remote.isEmpty else { return local }
+        return remote.map { incoming in
+            var merged = incoming
+            if let mine = local.first(where: { $0.id == incoming.id || $0.sha256 == incoming.sha256 }) {
+                merged.id = mine.id
+                merged.localPath = mine.localPath
+            }
+            merged.upload = .uploaded
+            return merged
+        }
+    }
+
+    private func applyReaction(_ reaction: RemoteReaction, tx: any StoreTransaction) throws -> [ConversationEvent] {
+        guard let id = try tx.messageID(backend: backend, remoteID: reaction.target),
+              var message = try tx.message(id) else {
+            try enqueueIncoming(.reaction(reaction), target: reaction.target, tx: tx)
+            return []
+        }
+        var reactions = message.reactions
+        let existing = reactions.firstIndex { $0.user == reaction.user && $0.symbol == reaction.symbol }
+        if reaction.isActive {
+            if existing == nil { reactions.append(Reaction(user: reaction.user, symbol: reaction.symbol, at: reaction.at.roundedToMicroseconds)) }
+        } else if let existing {
+            reactions.remove(at: existing)
+        }
+        guard reactions != message.reactions else { return [] }
+        message.reactions = reactions
+        try tx.upsertMessage(message)
+        return [.reactionsChanged(message)]
+    }
+
+    private func applyReceipt(_ remote: RemoteReceipt, tx: any StoreTransaction) throws -> [ConversationEvent] {
+        guard let id = try tx.messageID(backend: backend, remoteID: remote.target), var message = try tx.message(id) else {
+            try enqueueIncoming(.receipt(remote), target: remote.target, tx: tx)
+            return []
+        }
+        let existing = try tx.receipts(of: id).first { $0.user == remote.user }
+        if let existing, existing.state >= remote.state { return [] }
+        let receipt = Receipt(message: id, user: remote.user, state: remote.state, at: remote.at.roundedToMicroseconds)
+        try tx.upsertReceipt(receipt)
+        if message.isOutgoing && remote.user != localUser && message.delivery.isPublished {
+            let climbed: DeliveryState = remote.state == .read ? .read : .delivered
+            if climbed.rank > message.delivery.rank {
+                message.delivery = climbed
+                try tx.upsertMessage(message)
+            }
+        }
+        return [.receiptChanged(message, receipt)]
+    }
+
+    private func enqueueIncoming(_ change: RemoteChange, target: RemoteID, tx: any StoreTransaction) throws {
+        let payload = try JSONEncoder().encode(change)
+        try tx.enqueuePending(PendingOperation(waitKey: Self.remoteKey(backend, target), kind: "incoming",
+                                               payload: payload, createdAt: now))
+    }
+
+    static func remoteKey(_ backend: BackendID, _ remote: RemoteID) -> String { "remote:\(backend.rawValue):\(remote.rawValue)" }
+}

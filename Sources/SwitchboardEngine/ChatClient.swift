@@ -1,0 +1,202 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+
+/// What an app links: one signed-in user on one backend, with optimistic sends, a persisted outbox,
+/// reconciliation, delta sync, timelines, edits, reactions, receipts, typing and attachments.
+public actor ChatClient {
+    /// The backend adapter.
+    public nonisolated let adapter: any ChatAdapter
+    /// The local store.
+    public nonisolated let store: any Store
+    /// Settings.
+    public nonisolated let configuration: EngineConfiguration
+
+    var conversations: [ConversationID: ConversationState] = [:]
+    var inFlight: Set<MessageID> = []
+    var uploadTasks: [MessageID: Task<Void, Never>] = [:]
+    var workerTask: Task<Void, Never>?
+    var wakeContinuation: CheckedContinuation<Void, Never>?
+    var wakeRequested = false
+    var wakeTimer: Task<Void, Never>?
+    var isStarted = false
+
+    /// Creates a client; call `start()` to restore in-flight work and run the outbox.
+    public init(adapter: any ChatAdapter, store: any Store, configuration: EngineConfiguration = EngineConfiguration()) {
+        self.adapter = adapter
+        self.store = store
+        self.configuration = configuration
+    }
+
+    /// The backend's name.
+    public nonisolated var backend: BackendID { adapter.backend }
+    /// The signed-in user.
+    public nonisolated var localUser: UserID { adapter.localUser }
+
+    var now: Date { configuration.clock().roundedToMicroseconds }
+
+    func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
+        configuration.logger.log(level, message(), source: "engine")
+    }
+
+    /// Restores every in-flight message in its state (after a crash too), resumes uploads and starts the outbox worker.
+    public func start() async throws {
+        guard !isStarted else { return }
+        isStarted = true
+        let backend = self.backend
+        let entries = try store.write { tx -> [OutboxEntry] in
+            let entries = try tx.outbox(backend: backend)
+            for entry in entries where entry.status == .queued {
+                // A crash while "sending" leaves the outcome unknown: publish again under the same key.
+                if var message = try tx.message(entry.messageID), message.delivery == .sending {
+                    message.delivery = entry.noSend ? .draft : .pending
+                    try tx.upsertMessage(message)
+                }
+            }
+            return entries
+        }
+        for entry in entries where entry.status == .awaitingUploads {
+            startUploads(for: entry.messageID)
+        }
+        workerTask = Task { [weak self] in await self?.runOutboxWorker() }
+        log(.debug, "started with \(entries.count) outbox entries")
+    }
+
+    /// Stops the worker, uploads and live streams; persisted work resumes on the next `start()`.
+    public func stop() async {
+        workerTask?.cancel()
+        workerTask = nil
+        wakeTimer?.cancel()
+        wakeContinuation?.resume()
+        wakeContinuation = nil
+        for task in uploadTasks.values { task.cancel() }
+        uploadTasks.removeAll()
+        for state in conversations.values {
+            state.liveTask?.cancel()
+            for continuation in state.subscribers.values { continuation.finish() }
+            state.subscribers.removeAll()
+            for task in state.typingExpiry.values { task.cancel() }
+            state.localTypingIdleTask?.cancel()
+        }
+        conversations.removeAll()
+        isStarted = false
+    }
+
+    /// Opens a conversation: shows the newest stored page, subscribes to live events and runs a delta sync.
+    public func open(_ id: ConversationID) async throws -> Conversation {
+        if conversations[id] == nil {
+            let state = ConversationState(id: id, windowLimit: configuration.windowLimit)
+            let newest = try store.read { tx in try tx.messages(in: id, before: nil, limit: configuration.pageSize) }
+            state.window.reset(newest: newest, hasOlder: true)
+            conversations[id] = state
+            let stream = adapter.liveEvents(in: id)
+            state.liveTask = Task { [weak self] in
+                for await event in stream {
+                    guard let self else { return }
+                    await self.handleLive(event, in: id)
+                }
+            }
+            try await synchronize(id)
+        }
+        return Conversation(client: self, id: id)
+    }
+
+    func state(_ id: ConversationID) throws -> ConversationState {
+        guard let state = conversations[id] else {
+            throw SwitchboardError(.unknownConversation, "conversation \(id) is not open")
+        }
+        return state
+    }
+
+    /// An ordered stream of this conversation's events, starting now.
+    public func events(in id: ConversationID) throws -> AsyncStream<SequencedEvent> {
+        let state = try state(id)
+        let (stream, continuation) = AsyncStream<SequencedEvent>.makeStream(bufferingPolicy: .unbounded)
+        let token = UUID()
+        state.subscribers[token] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(token, from: id) }
+        }
+        return stream
+    }
+
+    func unsubscribe(_ token: UUID, from id: ConversationID) {
+        conversations[id]?.subscribers[token] = nil
+    }
+
+    /// Sends one event to the conversation's subscribers and keeps the window in step.
+    func emit(_ event: ConversationEvent, in id: ConversationID) {
+        guard let state = conversations[id] else { return }
+        switch event {
+        case .removed(let messageID): state.window.remove(messageID)
+        default: if let message = event.message { state.window.apply(message) }
+        }
+        state.sequence += 1
+        let sequenced = SequencedEvent(sequence: state.sequence, conversation: id, event: event)
+        for continuation in state.subscribers.values { continuation.yield(sequenced) }
+    }
+
+    /// The window of messages held in memory, oldest first.
+    public func timeline(of id: ConversationID) throws -> [Message] { try state(id).window.messages }
+
+    /// Whether older messages may exist before the window.
+    public func hasOlder(in id: ConversationID) throws -> Bool { try state(id).window.hasOlder }
+
+    /// Pages backwards: older messages from the store, fetching history from the backend when the store runs out.
+    /// Returns how many messages were added to the window.
+    @discardableResult
+    public func loadOlder(in id: ConversationID) async throws -> Int {
+        let state = try state(id)
+        let pageSize = configuration.pageSize
+        var local = try store.read { tx in try tx.messages(in: id, before: state.window.oldest, limit: pageSize) }
+        if local.count < pageSize, try !isHistoryExhausted(id) {
+            try await fetchOlderHistory(id)
+            local = try store.read { tx in try tx.messages(in: id, before: state.window.oldest, limit: pageSize) }
+        }
+        state.window.prepend(local)
+        let exhausted = try isHistoryExhausted(id)
+        state.window.hasOlder = local.count == pageSize || !exhausted
+        return local.count
+    }
+
+    /// Message by ID from the store.
+    public func message(_ id: MessageID) throws -> Message? { try store.read { tx in try tx.message(id) } }
+
+    /// Receipts of a message.
+    public func receipts(of id: MessageID) throws -> [Receipt] { try store.read { tx in try tx.receipts(of: id) } }
+
+    /// Waits until no outbox entry is due or in flight and no upload runs, or until `timeout` passes; returns whether idle.
+    @discardableResult
+    public func waitUntilIdle(timeout: TimeInterval = 10) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let backend = self.backend
+            let busy = (try? store.read { tx in
+                try tx.outbox(backend: backend).contains { $0.status != .failed && !$0.noSend }
+            }) ?? true
+            if !busy && inFlight.isEmpty && uploadTasks.isEmpty { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return false
+    }
+}
+
+/// Per-conversation state the client keeps in memory (never persisted: the store is the truth).
+final class ConversationState {
+    let id: ConversationID
+    var window: TimelineWindow
+    var subscribers: [UUID: AsyncStream<SequencedEvent>.Continuation] = [:]
+    var sequence: UInt64 = 0
+    var liveTask: Task<Void, Never>?
+    var isSyncing = false
+    var resyncRequested = false
+    var isConnected = false
+    var typingExpiry: [UserID: Task<Void, Never>] = [:]
+    var localTypingSentAt: Date?
+    var localTypingIdleTask: Task<Void, Never>?
+
+    init(id: ConversationID, windowLimit: Int) {
+        self.id = id
+        self.window = TimelineWindow(limit: windowLimit)
+    }
+}
