@@ -14,7 +14,7 @@ extension ChatClient {
     }
 
     private func runUploads(for id: MessageID) async {
-        defer { uploadTasks[id] = nil; wake() }
+        defer { uploadTasks[id] = nil; uploadProgress[id] = nil; wake() }
         guard let message = try? message(id) else { return }
         guard let uploader = adapter as? any UploadingAdapter else {
             try? settle(id, failure: "\(backend) does not host attachments")
@@ -63,8 +63,14 @@ extension ChatClient {
 
     private func uploadProgressed(_ id: MessageID, attachment: AttachmentID, fraction: Double) {
         guard var message = try? message(id), case .uploading = message.delivery else { return }
-        guard let index = message.content.attachments.firstIndex(where: { $0.id == attachment }) else { return }
-        message.content.attachments[index].upload = .uploading(progress: min(1, max(0, fraction)))
+        uploadProgress[id, default: [:]][attachment] = min(1, max(0, fraction))
+        let fractions = uploadProgress[id] ?? [:]
+        for index in message.content.attachments.indices {
+            if let fraction = fractions[message.content.attachments[index].id], message.content.attachments[index].upload != .uploaded,
+               !Self.isFailed(message.content.attachments[index].upload) {
+                message.content.attachments[index].upload = .uploading(progress: fraction)
+            }
+        }
         let total = message.content.attachments.reduce(0.0) { sum, item in
             switch item.upload {
             case .uploaded, .failed: sum + 1

@@ -15,6 +15,7 @@ public actor ChatClient {
     var conversations: [ConversationID: ConversationState] = [:]
     var inFlight: Set<MessageID> = []
     var uploadTasks: [MessageID: Task<Void, Never>] = [:]
+    var uploadProgress: [MessageID: [AttachmentID: Double]] = [:]
     var workerTask: Task<Void, Never>?
     var wakeContinuation: CheckedContinuation<Void, Never>?
     var wakeRequested = false

@@ -1,0 +1,219 @@
+import Foundation
+import SwitchboardCore
+
+/// A capability a scenario needs; without it the scenario is skipped with a reason.
+public enum ScenarioRequirement: String, Sendable, Hashable {
+    /// Fault injection by the harness.
+    case faults
+    /// `EditingAdapter`.
+    case editing
+    /// `DeletingAdapter`.
+    case deleting
+    /// `ReactingAdapter`.
+    case reacting
+    /// `ReceiptAdapter`.
+    case receipts
+    /// `TypingAdapter`.
+    case typing
+    /// `UploadingAdapter`.
+    case uploading
+}
+
+/// One named behaviour every adapter must show, asserting what a user would notice.
+public struct Scenario: Sendable {
+    /// Stable name, e.g. `echo-dedupe`.
+    public let name: String
+    /// One line on what it proves.
+    public let summary: String
+    /// Capabilities it needs.
+    public let requirements: Set<ScenarioRequirement>
+    /// The scenario body.
+    public let run: @Sendable (ScenarioContext) async throws -> Void
+
+    /// Declares a scenario.
+    public init(_ name: String, _ summary: String, requires requirements: Set<ScenarioRequirement> = [],
+                run: @escaping @Sendable (ScenarioContext) async throws -> Void) {
+        self.name = name
+        self.summary = summary
+        self.requirements = requirements
+        self.run = run
+    }
+}
+
+/// How one scenario ended.
+public enum ScenarioStatus: String, Sendable, Codable {
+    /// Every expectation held.
+    case passed
+    /// An expectation failed or an error escaped.
+    case failed
+    /// A needed capability is absent.
+    case skipped
+}
+
+/// One scenario's outcome.
+public struct ScenarioResult: Sendable, Codable {
+    /// Scenario name.
+    public let name: String
+    /// Outcome.
+    public let status: ScenarioStatus
+    /// Failure or skip reason; the summary when passed.
+    public let detail: String
+    /// Wall time in seconds.
+    public let seconds: Double
+}
+
+/// The outcome of a run: one result per scenario.
+public struct ConformanceReport: Sendable, Codable {
+    /// The adapter's name.
+    public let adapter: String
+    /// Results in run order.
+    public let scenarios: [ScenarioResult]
+
+    /// Whether no scenario failed.
+    public var isSuccess: Bool { !scenarios.contains { $0.status == .failed } }
+
+    /// Counts of passed, failed, skipped.
+    public var counts: (passed: Int, failed: Int, skipped: Int) {
+        (scenarios.filter { $0.status == .passed }.count, scenarios.filter { $0.status == .failed }.count,
+         scenarios.filter { $0.status == .skipped }.count)
+    }
+
+    /// A readable table.
+    public func table() -> String {
+        let width = max(10, scenarios.map(\.name.count).max() ?? 10)
+        var lines = ["adapter: \(adapter)", "\("scenario".padding(toLength: width, withPad: " ", startingAt: 0))  status   time    detail"]
+        for result in scenarios {
+            let name = result.name.padding(toLength: width, withPad: " ", startingAt: 0)
+            let status = result.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+            lines.append("\(name)  \(status)  \(String(format: "%5.2fs", result.seconds))  \(result.detail)")
+        }
+        let c = counts
+        lines.append("\(c.passed) passed, \(c.failed) failed, \(c.skipped) skipped")
+        return lines.joined(separator: "\n")
+    }
+
+    /// `{"adapter":..,"scenarios":[{"name":..,"status":..,"detail":..}]}`.
+    public func json() -> String {
+        struct Row: Encodable { let name: String; let status: String; let detail: String; let seconds: Double }
+        struct Body: Encodable { let adapter: String; let scenarios: [Row] }
+        let body = Body(adapter: adapter, scenarios: scenarios.map {
+            Row(name: $0.name, status: $0.status.rawValue, detail: $0.detail, seconds: ($0.seconds * 1000).rounded() / 1000)
+        })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: (try? encoder.encode(body)) ?? Data(), as: UTF8.self)
+    }
+
+    /// JUnit XML for CI systems.
+    public func junitXML() -> String {
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        let c = counts
+        let total = scenarios.reduce(0) { $0 + $1.seconds }
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        xml += "<testsuite name=\"conformance.\(escape(adapter))\" tests=\"\(scenarios.count)\" failures=\"\(c.failed)\" skipped=\"\(c.skipped)\" time=\"\(String(format: "%.3f", total))\">\n"
+        for result in scenarios {
+            xml += "  <testcase classname=\"conformance.\(escape(adapter))\" name=\"\(escape(result.name))\" time=\"\(String(format: "%.3f", result.seconds))\""
+            switch result.status {
+            case .passed: xml += "/>\n"
+            case .failed: xml += ">\n    <failure message=\"\(escape(result.detail))\"/>\n  </testcase>\n"
+            case .skipped: xml += ">\n    <skipped message=\"\(escape(result.detail))\"/>\n  </testcase>\n"
+            }
+        }
+        return xml + "</testsuite>\n"
+    }
+}
+
+/// Runs the scenario kit against a harness.
+public struct ConformanceKit: Sendable {
+    /// The scenarios to run.
+    public let scenarios: [Scenario]
+    /// Longest a scenario may take before it counts as failed.
+    public var timeout: Duration
+
+    /// A kit with every standard scenario, or those named in `only`.
+    public init(only names: Set<String>? = nil, timeout: Duration = .seconds(60)) {
+        let all = StandardScenarios.all
+        scenarios = names.map { wanted in all.filter { wanted.contains($0.name) } } ?? all
+        self.timeout = timeout
+    }
+
+    /// Runs every scenario on a fresh fixture, calling `progress` after each.
+    public func run(_ harness: any ConformanceHarness,
+                    progress: @Sendable (ScenarioResult) -> Void = { _ in }) async -> ConformanceReport {
+        var results: [ScenarioResult] = []
+        for scenario in scenarios {
+            let result = await run(scenario, harness: harness)
+            progress(result)
+            results.append(result)
+        }
+        return ConformanceReport(adapter: harness.adapterName, scenarios: results)
+    }
+
+    private func run(_ scenario: Scenario, harness: any ConformanceHarness) async -> ScenarioResult {
+        let started = Date()
+        func result(_ status: ScenarioStatus, _ detail: String) -> ScenarioResult {
+            ScenarioResult(name: scenario.name, status: status, detail: detail, seconds: Date().timeIntervalSince(started))
+        }
+        let fixture: ConformanceFixture
+        do { fixture = try await harness.makeFixture() } catch {
+            return result(.failed, "fixture could not be made: \(error)")
+        }
+        let outcome = await run(scenario, on: fixture, result: result)
+        await fixture.tearDown()
+        return outcome
+    }
+
+    private func run(_ scenario: Scenario, on fixture: ConformanceFixture,
+                     result: (ScenarioStatus, String) -> ScenarioResult) async -> ScenarioResult {
+        if let missing = await missingRequirement(scenario, fixture: fixture) {
+            return result(.skipped, missing)
+        }
+        let context: ScenarioContext
+        do { context = try ScenarioContext(fixture: fixture) } catch { return result(.failed, "\(error)") }
+        let timeout = self.timeout
+        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+            group.addTask {
+                do { try await scenario.run(context); return .success(()) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return Task.isCancelled ? nil : .failure(ScenarioFailure(description: "scenario exceeded \(timeout)"))
+            }
+            var first: Result<Void, any Error>?
+            for await value in group {
+                if let value { first = value; break }
+            }
+            group.cancelAll()
+            return first ?? .failure(ScenarioFailure(description: "no outcome"))
+        }
+        await context.finish()
+        await fixture.faults?.reset()
+        switch outcome {
+        case .success: return result(.passed, scenario.summary)
+        case .failure(let error as ScenarioSkip): return result(.skipped, error.reason)
+        case .failure(let error): return result(.failed, String(describing: error))
+        }
+    }
+
+    private func missingRequirement(_ scenario: Scenario, fixture: ConformanceFixture) async -> String? {
+        if scenario.requirements.contains(.faults) && fixture.faults == nil {
+            return "the harness cannot inject faults"
+        }
+        guard let adapter = try? await fixture.makeAdapter(fixture.alice) else { return nil }
+        let checks: [(ScenarioRequirement, Bool, String)] = [
+            (.editing, adapter is any EditingAdapter, "edits"),
+            (.deleting, adapter is any DeletingAdapter, "deletes"),
+            (.reacting, adapter is any ReactingAdapter, "reactions"),
+            (.receipts, adapter is any ReceiptAdapter, "receipts"),
+            (.typing, adapter is any TypingAdapter, "typing indicators"),
+            (.uploading, adapter is any UploadingAdapter, "attachments"),
+        ]
+        for (requirement, present, noun) in checks where scenario.requirements.contains(requirement) && !present {
+            return "\(adapter.backend) does not support \(noun)"
+        }
+        return nil
+    }
+}

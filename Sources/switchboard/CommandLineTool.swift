@@ -1,0 +1,127 @@
+import Foundation
+import SwitchboardCore
+
+/// Parses `--flag value` style arguments.
+struct Arguments {
+    private(set) var values: [String: [String]] = [:]
+    private(set) var flags: Set<String> = []
+    private(set) var positional: [String] = []
+
+    init(_ arguments: [String], booleanFlags: Set<String>) throws {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument.hasPrefix("--") {
+                let name = String(argument.dropFirst(2))
+                if let equals = name.firstIndex(of: "=") {
+                    values[String(name[..<equals]), default: []].append(String(name[name.index(after: equals)...]))
+                } else if booleanFlags.contains(name) {
+                    flags.insert(name)
+                } else {
+                    guard index + 1 < arguments.count else { throw UsageError("--\(name) needs a value") }
+                    values[name, default: []].append(arguments[index + 1])
+                    index += 1
+                }
+            } else {
+                positional.append(argument)
+            }
+            index += 1
+        }
+    }
+
+    func value(_ name: String) -> String? { values[name]?.last }
+    func all(_ name: String) -> [String] { values[name] ?? [] }
+    func has(_ name: String) -> Bool { flags.contains(name) }
+
+    /// Rejects options the command does not know.
+    func check(allowed: Set<String>) throws {
+        for name in Set(values.keys).union(flags) where !allowed.contains(name) {
+            throw UsageError("unknown option --\(name)")
+        }
+    }
+}
+
+/// A mistake in how the command was called.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+enum CommandLineTool {
+    static let usage = """
+    switchboard — chat backends behind one model
+
+    USAGE
+      switchboard <command> [options]
+
+    COMMANDS
+      demo                      Run the engine on the in-memory backend and print a readable timeline:
+                                an optimistic send, a failure and retry, a three-attachment send with one
+                                failing, and a restart with in-flight messages restored.
+          --data-dir DIR          keep the demo's store there (default: a temporary folder)
+
+      conformance               Run the conformance kit against an adapter.
+          --adapter memory        the adapter (memory)
+          --id-scheme S           client | content | server (memory; default client)
+          --echo-only             server scheme: learn the ID only from the echo
+          --format F              table (default) | json
+          --junit FILE            also write JUnit XML to FILE
+          --scenario NAME         run only this scenario (repeatable)
+          --list                  list the scenarios and exit
+
+      burst                     Send a burst of messages through the engine into a journaled memory backend
+                                (the crash test's child process; safe to SIGKILL and re-run).
+          --store PATH            the engine's SQLite store
+          --journal PATH          the memory backend's journal
+          --count N               messages to compose (default 200)
+          --id-scheme S           client | content | server (default client)
+          --resume                compose nothing; finish what the store holds, then exit
+
+      help, --help              Show this text.
+
+    Exit status: 0 on success, 1 on failure, 2 on a usage error.
+    """
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard let command = arguments.first else {
+            print(usage)
+            return 2
+        }
+        let rest = Array(arguments.dropFirst())
+        do {
+            switch command {
+            case "help", "--help", "-h":
+                print(usage)
+                return 0
+            case "demo":
+                return try await DemoCommand.run(rest)
+            case "conformance":
+                return try await ConformanceCommand.run(rest)
+            case "burst":
+                return try await BurstCommand.run(rest)
+            default:
+                throw UsageError("unknown command '\(command)'")
+            }
+        } catch let error as UsageError {
+            FileHandle.standardError.write(Data("switchboard: \(error.description)\nRun 'switchboard --help' for usage.\n".utf8))
+            return 2
+        } catch {
+            FileHandle.standardError.write(Data("switchboard: \(error)\n".utf8))
+            return 1
+        }
+    }
+}
+
+/// Parses an ID scheme name.
+func parseScheme(_ text: String?) throws -> IDScheme {
+    guard let text else { return .clientAssigned }
+    guard let scheme = IDScheme(rawValue: text) else {
+        throw UsageError("--id-scheme must be client, content or server (got '\(text)')")
+    }
+    return scheme
+}
+
+/// Writes one line to standard output at once (unbuffered, so a parent reading a pipe sees it before a kill).
+func writeLine(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,42 @@
+import Foundation
+import MemoryConformance
+import SwitchboardConformance
+import SwitchboardCore
+
+enum ConformanceCommand {
+    static func run(_ raw: [String]) async throws -> Int32 {
+        let arguments = try Arguments(raw, booleanFlags: ["echo-only", "list"])
+        try arguments.check(allowed: ["adapter", "id-scheme", "echo-only", "format", "junit", "scenario", "list"])
+        if arguments.has("list") {
+            for scenario in StandardScenarios.all { print("\(scenario.name.padding(toLength: 32, withPad: " ", startingAt: 0)) \(scenario.summary)") }
+            return 0
+        }
+        let adapter = arguments.value("adapter") ?? "memory"
+        let format = arguments.value("format") ?? "table"
+        guard ["table", "json"].contains(format) else { throw UsageError("--format must be table or json") }
+        let harness: any ConformanceHarness
+        switch adapter {
+        case "memory":
+            harness = MemoryHarness(scheme: try parseScheme(arguments.value("id-scheme")), echoOnly: arguments.has("echo-only"))
+        default:
+            throw UsageError("unknown adapter '\(adapter)' (available: memory)")
+        }
+        let names = arguments.all("scenario")
+        let known = Set(StandardScenarios.all.map(\.name))
+        if let unknown = names.first(where: { !known.contains($0) }) {
+            throw UsageError("unknown scenario '\(unknown)'; see --list")
+        }
+        let kit = ConformanceKit(only: names.isEmpty ? nil : Set(names))
+        let isTable = format == "table"
+        let report = await kit.run(harness) { result in
+            if isTable {
+                FileHandle.standardError.write(Data("  \(result.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) \(result.name)\n".utf8))
+            }
+        }
+        print(isTable ? report.table() : report.json())
+        if let path = arguments.value("junit") {
+            try report.junitXML().write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        return report.isSuccess ? 0 : 1
+    }
+}
