@@ -1,0 +1,119 @@
+import Foundation
+
+/// The Switchboard database schema: its application id and its migrations, oldest first.
+enum SwitchboardSchema {
+    /// The `application_id` stamped in the header of every Switchboard database: "SBRD".
+    static let applicationID: Int32 = 0x5342_5244
+
+    /// Every migration, in the order they must run. Append only; never edit or reorder a shipped one.
+    static let migrations: Migrations = {
+        var migrations = Migrations()
+        migrations.register("v1-initial-schema") { connection in
+            try connection.executeScript("PRAGMA application_id = \(applicationID)")
+            try connection.executeScript(initialSchema)
+        }
+        return migrations
+    }()
+
+    /// The tables and indexes of the first version.
+    private static let initialSchema = """
+        CREATE TABLE messages (
+            id TEXT PRIMARY KEY NOT NULL,
+            conversation TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            text TEXT NOT NULL,
+            reply_to TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            ts INTEGER NOT NULL,
+            has_server_ts INTEGER NOT NULL CHECK (has_server_ts IN (0, 1)),
+            edited_at INTEGER,
+            deleted_at INTEGER,
+            delivery TEXT NOT NULL,
+            delivery_progress REAL,
+            failure_reason TEXT,
+            failure_retryable INTEGER CHECK (failure_retryable IN (0, 1)),
+            is_outgoing INTEGER NOT NULL CHECK (is_outgoing IN (0, 1))
+        ) STRICT;
+        CREATE INDEX messages_timeline ON messages (conversation, ts, id);
+        CREATE INDEX messages_unfinished ON messages (ts, id)
+            WHERE delivery IN ('draft', 'pending', 'uploading', 'sending', 'failed');
+
+        CREATE TABLE attachments (
+            message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            filename TEXT NOT NULL,
+            mime_type TEXT NOT NULL,
+            byte_count INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            local_path TEXT,
+            remote_location TEXT,
+            remote_parameters TEXT NOT NULL DEFAULT '{}',
+            upload_state TEXT NOT NULL,
+            upload_progress REAL,
+            upload_error TEXT,
+            PRIMARY KEY (message_id, id),
+            UNIQUE (message_id, position)
+        ) STRICT;
+
+        CREATE TABLE reactions (
+            message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            symbol TEXT NOT NULL,
+            at INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (message_id, user_id, symbol)
+        ) STRICT;
+
+        CREATE TABLE receipts (
+            message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            at INTEGER NOT NULL,
+            PRIMARY KEY (message_id, user_id)
+        ) STRICT;
+
+        -- No foreign key to messages: a bridge maps messages it never stores.
+        CREATE TABLE id_map (
+            message_id TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            conversation TEXT NOT NULL,
+            remote_id TEXT NOT NULL,
+            part INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (backend, remote_id),
+            UNIQUE (message_id, backend, part)
+        ) STRICT;
+
+        CREATE TABLE outbox (
+            message_id TEXT PRIMARY KEY NOT NULL,
+            backend TEXT NOT NULL,
+            conversation TEXT NOT NULL,
+            prepared BLOB,
+            no_send INTEGER NOT NULL CHECK (no_send IN (0, 1)),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            last_error TEXT,
+            status TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX outbox_due ON outbox (backend, status, no_send, created_at, message_id, next_attempt_at);
+
+        CREATE TABLE sync_cursors (
+            conversation TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            cursor TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (conversation, backend, kind)
+        ) STRICT;
+
+        CREATE TABLE pending_operations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            wait_key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX pending_operations_wait_key ON pending_operations (wait_key, id);
+        """
+}

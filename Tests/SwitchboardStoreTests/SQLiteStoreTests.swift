@@ -1,0 +1,287 @@
+import CSQLite
+import Foundation
+@testable import SwitchboardStore
+import SwitchboardCore
+import Testing
+
+/// What only the SQLite store promises: files, WAL, migrations, recognising foreign and damaged files.
+@Suite("SQLiteStore")
+struct SQLiteStoreTests {
+    @Test("A new file records its migrations; reopening it runs none again")
+    func migrationsRecorded() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("store.sqlite")
+        let first = try SQLiteStore(path: path)
+        #expect(first.migrationsAppliedAtOpen == SwitchboardSchema.migrations.names)
+        #expect(try first.appliedMigrations() == SwitchboardSchema.migrations.names)
+        first.close()
+
+        let second = try SQLiteStore(path: path)
+        defer { second.close() }
+        #expect(second.migrationsAppliedAtOpen.isEmpty)
+        #expect(try second.appliedMigrations() == SwitchboardSchema.migrations.names)
+        #expect(try RawDatabase(path: path).integer("PRAGMA application_id") == Int64(SQLiteStore.applicationID))
+    }
+
+    @Test("Data survives closing and reopening a file store")
+    func survivesReopen() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("store.sqlite")
+        var message = Fixtures.message(delivery: .uploading(progress: 0.5))
+        message.content.attachments = [Fixtures.attachment("photo.png", upload: .uploading(progress: 0.5))]
+        message.reactions = [Reaction(user: "bob", symbol: "👀", at: Fixtures.time(1))]
+        let entry = Fixtures.outbox(message.id, created: 0, due: 1)
+        do {
+            let store = try SQLiteStore(path: path)
+            try store.write { transaction in
+                try transaction.upsertMessage(message)
+                try transaction.upsertOutbox(entry)
+                try transaction.setCursor("c-7", conversation: "room-1", backend: "memory", kind: .history)
+            }
+            store.close()
+        }
+        let reopened = try SQLiteStore(path: path)
+        defer { reopened.close() }
+        try reopened.read { transaction throws in
+            #expect(try transaction.message(message.id) == message)
+            #expect(try transaction.outboxEntry(message.id) == entry)
+            #expect(try transaction.cursor(conversation: "room-1", backend: "memory", kind: .history) == "c-7")
+        }
+    }
+
+    @Test("A file store runs in WAL mode; an in-memory one cannot")
+    func walMode() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("store.sqlite")
+        let store = try SQLiteStore(path: path)
+        #expect(try store.journalMode() == "wal")
+        try store.write { try $0.upsertMessage(Fixtures.message()) }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        store.close()
+        // WAL is persistent: another program opening the file sees it too.
+        #expect(try RawDatabase(path: path).text("PRAGMA journal_mode") == "wal")
+
+        let memory = try SQLiteStore(path: ":memory:")
+        #expect(try memory.journalMode() == "memory")
+    }
+
+    @Test("An empty existing file becomes a new store")
+    func emptyFile() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("empty.sqlite")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        #expect(store.migrationsAppliedAtOpen == SwitchboardSchema.migrations.names)
+    }
+
+    @Test("A file of random bytes or text is reported as corrupt, by path, and left untouched",
+          arguments: ["random", "text"])
+    func garbageFile(_ kind: String) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("garbage.sqlite")
+        var generator = SystemRandomNumberGenerator()
+        let bytes = kind == "random"
+            ? Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            : Data(String(repeating: "This is a shopping list, not a database.\n", count: 40).utf8)
+        try bytes.write(to: URL(fileURLWithPath: path))
+
+        let error = #expect(throws: SwitchboardError.self) { try SQLiteStore(path: path) }
+        #expect(error?.code == .corruptStore)
+        #expect(error?.message.contains(path) == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+    }
+
+    @Test("Another application's SQLite database is refused, by path, and left untouched")
+    func foreignDatabase() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("photos.db")
+        do {
+            let raw = try RawDatabase(path: path)
+            try raw.execute("CREATE TABLE albums (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO albums VALUES (1, 'x')")
+            #expect(try raw.integer("PRAGMA application_id") == 0)
+        }
+        let error = #expect(throws: SwitchboardError.self) { try SQLiteStore(path: path) }
+        #expect(error?.code == .corruptStore)
+        #expect(error?.message.contains(path) == true)
+
+        let raw = try RawDatabase(path: path)
+        #expect(try raw.text("PRAGMA journal_mode") == "delete")
+        #expect(try raw.integer("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'schema_migrations'") == 0)
+        #expect(try raw.integer("SELECT COUNT(*) FROM albums") == 1)
+    }
+
+    @Test("A database with another application id is refused even when empty of tables")
+    func otherApplicationID() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("other.db")
+        try RawDatabase(path: path).execute("PRAGMA application_id = 1234")
+        let error = #expect(throws: SwitchboardError.self) { try SQLiteStore(path: path) }
+        #expect(error?.code == .corruptStore)
+    }
+
+    @Test("A database written by a newer version (an unknown migration) is refused")
+    func newerVersion() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("store.sqlite")
+        try SQLiteStore(path: path).close()
+        try RawDatabase(path: path).execute("""
+            INSERT INTO schema_migrations (name, applied_order, applied_at) VALUES ('v99-from-the-future', 99, 0)
+            """)
+        let error = #expect(throws: SwitchboardError.self) { try SQLiteStore(path: path) }
+        #expect(error?.code == .corruptStore)
+        #expect(error?.message.contains(path) == true)
+        #expect(error?.message.contains("v99-from-the-future") == true)
+    }
+
+    @Test("Two stores on one file, written from two threads, lose nothing")
+    func twoConnectionsHammering() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("store.sqlite")
+        let first = try SQLiteStore(path: path)
+        let second = try SQLiteStore(path: path)
+        defer {
+            first.close()
+            second.close()
+        }
+        try Hammer.run(stores: [first, second], writesPerThread: 150)
+        try Hammer.verify(first, threads: 2, writesPerThread: 150)
+        try Hammer.verify(second, threads: 2, writesPerThread: 150)
+    }
+
+    @Test("A read transaction refuses writes and leaves the store writable")
+    func readIsReadOnly() throws {
+        let store = try SQLiteStore(path: ":memory:")
+        let error = #expect(throws: SwitchboardError.self) {
+            try store.read { try $0.upsertMessage(Fixtures.message()) }
+        }
+        #expect(error?.code == .storage)
+        try store.write { try $0.upsertMessage(Fixtures.message()) }
+        #expect(try store.read { try $0.messageCount(in: "room-1") } == 1)
+    }
+
+    @Test("A transaction kept past its end cannot touch the database")
+    func escapedTransaction() throws {
+        let store = try SQLiteStore(path: ":memory:")
+        var escaped: (any StoreTransaction)?
+        try store.write { escaped = $0 }
+        let transaction = try #require(escaped)
+        #expect(throws: SwitchboardError.self) { try transaction.upsertMessage(Fixtures.message()) }
+        #expect(try store.read { try $0.messageCount(in: "room-1") } == 0)
+    }
+
+    @Test("A closed store throws instead of crashing")
+    func closedStore() throws {
+        let store = try SQLiteStore(path: ":memory:")
+        store.close()
+        let error = #expect(throws: SwitchboardError.self) { try store.read { try $0.messageCount(in: "x") } }
+        #expect(error?.code == .storage)
+        store.close()
+    }
+
+    @Test("Errors name the SQL and code but never the bound values")
+    func errorsHideArguments() throws {
+        let store = try SQLiteStore(path: ":memory:")
+        var message = Fixtures.message()
+        let attachment = Fixtures.attachment("tax-return-2024.pdf", upload: .pending)
+        message.content.attachments = [attachment, attachment]  // the same attachment twice breaks its key
+        let error = #expect(throws: SwitchboardError.self) { try store.write { try $0.upsertMessage(message) } }
+        #expect(error?.code == .conflict)
+        #expect(error?.message.contains("INSERT INTO attachments") == true)
+        #expect(error?.message.contains("tax-return-2024") == false)
+        #expect(error?.message.contains(attachment.id.rawValue) == false)
+        #expect(try store.read { try $0.message(message.id) } == nil)
+
+        let raw = SQLiteError(extendedCode: SQLiteError.constraintUnique, message: "UNIQUE constraint failed: t.x",
+                              sql: "INSERT INTO t (x) VALUES (?)")
+        #expect(raw.description == "SQLite error 2067 (constraint failed): UNIQUE constraint failed: t.x "
+                + "in `INSERT INTO t (x) VALUES (?)`")
+    }
+
+    @Test("Prepared statements are cached and reused by SQL text")
+    func statementCache() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        let first = try connection.cachedStatement("SELECT ?")
+        let second = try connection.cachedStatement("SELECT ?")
+        #expect(first === second)
+        #expect(try connection.queryFirst("SELECT ?", ["a"]) { $0.string(at: 0) } == "a")
+        #expect(try connection.queryFirst("SELECT ?", [nil]) { $0.optionalString(at: 0) } == .some(nil))
+        #expect(try connection.queryFirst("SELECT ?", [Data()]) { $0.optionalData(at: 0) } == Data())
+        #expect(try connection.queryFirst("SELECT ?", [""]) { $0.optionalString(at: 0) } == "")
+    }
+
+    @Test("Page loads use the timeline index")
+    func timelineIndexUsed() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        _ = try SwitchboardSchema.migrations.migrate(connection)
+        let plan = try connection.query("""
+            EXPLAIN QUERY PLAN SELECT id FROM messages WHERE conversation = ? AND (ts, id) < (?, ?)
+            ORDER BY ts DESC, id DESC LIMIT ?
+            """, ["c", 1, "x", 10]) { $0.string(at: 3) }
+        #expect(plan.contains { $0.contains("messages_timeline") })
+        #expect(!plan.contains { $0.contains("TEMP B-TREE") })
+        let unfinished = try connection.query("""
+            EXPLAIN QUERY PLAN SELECT id FROM messages
+            WHERE delivery IN ('draft', 'pending', 'uploading', 'sending', 'failed') ORDER BY ts, id
+            """) { $0.string(at: 3) }
+        #expect(unfinished.contains { $0.contains("messages_unfinished") })
+    }
+}
+
+/// A database opened straight through the sqlite3 C API, as another program would.
+final class RawDatabase {
+    /// The handle.
+    private let handle: OpaquePointer
+
+    /// Opens (creating) `path`.
+    init(path: String) throws {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK,
+              let handle else {
+            sqlite3_close(handle)
+            throw SwitchboardError(.storage, "cannot open \(path)")
+        }
+        self.handle = handle
+    }
+
+    deinit { sqlite3_close(handle) }
+
+    /// Runs a script.
+    func execute(_ sql: String) throws {
+        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+            throw SwitchboardError(.storage, String(cString: sqlite3_errmsg(handle)))
+        }
+    }
+
+    /// The first column of the first row of `sql` as an integer.
+    func integer(_ sql: String) throws -> Int64 {
+        try first(sql) { sqlite3_column_int64($0, 0) }
+    }
+
+    /// The first column of the first row of `sql` as text.
+    func text(_ sql: String) throws -> String {
+        try first(sql) { String(cString: sqlite3_column_text($0, 0)) }
+    }
+
+    /// Decodes the first row of `sql`.
+    private func first<T>(_ sql: String, _ decode: (OpaquePointer) -> T) throws -> T {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw SwitchboardError(.storage, String(cString: sqlite3_errmsg(handle)))
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else {
+            throw SwitchboardError(.storage, "no row for \(sql)")
+        }
+        return decode(statement)
+    }
+}

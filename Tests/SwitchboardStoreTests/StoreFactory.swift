@@ -1,0 +1,66 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+
+/// A store under test together with what removes it afterwards.
+final class OpenedStore: Sendable {
+    /// The store.
+    let store: any Store
+    /// Releases the store and deletes what it created.
+    private let cleanup: @Sendable () -> Void
+
+    /// Wraps a store and its cleanup.
+    init(store: any Store, cleanup: @escaping @Sendable () -> Void) {
+        self.store = store
+        self.cleanup = cleanup
+    }
+
+    /// Closes the store and removes its files.
+    func close() { cleanup() }
+}
+
+/// Makes fresh, empty stores of one kind, so the same contract tests can run against every `Store`.
+struct StoreFactory: Sendable, CustomStringConvertible {
+    /// The kind of store, as test names show it.
+    let description: String
+    /// Opens a fresh, empty store.
+    let open: @Sendable () throws -> OpenedStore
+
+    /// A private in-memory SQLite database.
+    static let sqliteInMemory = StoreFactory(description: "SQLite :memory:") {
+        let store = try SQLiteStore(path: ":memory:")
+        return OpenedStore(store: store) { store.close() }
+    }
+
+    /// A SQLite file in a fresh temporary directory.
+    static let sqliteFile = StoreFactory(description: "SQLite file") {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("store.sqlite"))
+        return OpenedStore(store: store) {
+            store.close()
+            directory.remove()
+        }
+    }
+
+    /// Every store the contract runs against. A PostgresStore factory joins this list when it exists.
+    static let all: [StoreFactory] = [.sqliteInMemory, .sqliteFile]
+}
+
+/// A directory under the system temporary directory, removed by `remove()`.
+struct TemporaryDirectory: Sendable {
+    /// The directory.
+    let url: URL
+
+    /// Creates a fresh, uniquely named directory.
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("switchboard-store-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// The path of `name` inside the directory.
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Deletes the directory and everything in it.
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
