@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SwitchboardCore
 
 /// A capability a scenario needs; without it the scenario is skipped with a reason.
@@ -174,20 +175,17 @@ public struct ConformanceKit: Sendable {
         let context: ScenarioContext
         do { context = try ScenarioContext(fixture: fixture) } catch { return result(.failed, "\(error)") }
         let timeout = self.timeout
-        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
-            group.addTask {
-                do { try await scenario.run(context); return .success(()) } catch { return .failure(error) }
+        // A scenario that hangs must not hang the kit: whichever finishes first answers, once.
+        let outcome: Result<Void, any Error> = await withCheckedContinuation { continuation in
+            let answer = OnceAnswer(continuation)
+            let work = Task {
+                do { try await scenario.run(context); answer.resume(.success(())) } catch { answer.resume(.failure(error)) }
             }
-            group.addTask {
+            Task {
                 try? await Task.sleep(for: timeout)
-                return Task.isCancelled ? nil : .failure(ScenarioFailure(description: "scenario exceeded \(timeout)"))
+                work.cancel()
+                answer.resume(.failure(ScenarioFailure(description: "scenario exceeded \(timeout)")))
             }
-            var first: Result<Void, any Error>?
-            for await value in group {
-                if let value { first = value; break }
-            }
-            group.cancelAll()
-            return first ?? .failure(ScenarioFailure(description: "no outcome"))
         }
         await context.finish()
         await fixture.faults?.reset()
@@ -215,5 +213,22 @@ public struct ConformanceKit: Sendable {
             return "\(adapter.backend) does not support \(noun)"
         }
         return nil
+    }
+}
+
+/// Resumes a continuation at most once, whoever calls first.
+final class OnceAnswer: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Result<Void, any Error>, Never>?>
+
+    init(_ continuation: CheckedContinuation<Result<Void, any Error>, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(_ value: Result<Void, any Error>) {
+        let pending = continuation.withLock { stored in
+            defer { stored = nil }
+            return stored
+        }
+        pending?.resume(returning: value)
     }
 }

@@ -299,10 +299,12 @@ public enum StandardScenarios {
                 if landed < 10 { sent.append(try await bob.send("late \(landed)", in: convo).id); landed += 1 }
                 try await alice.loadOlder(in: convo)
             }
+            try ctx.expect(landed >= 3, "paging finished after \(landed) pages; the thread should need more")
             _ = await bob.waitUntilIdle()
             try await alice.synchronize(convo)
-            try await ctx.eventually("all 130 at alice") {
-                try alice.store.read { tx in try tx.messageCount(in: convo) } == 130
+            let expected = sent.count
+            try await ctx.eventually("all \(expected) at alice (has \((try? alice.store.read { tx in try tx.messageCount(in: convo) }) ?? -1))") {
+                try alice.store.read { tx in try tx.messageCount(in: convo) } == expected
             }
             let stored = try alice.store.read { tx in try tx.messages(in: convo, before: nil, limit: 1000) }
             try ctx.expect(Set(stored.map(\.id)) == Set(sent), "alice's messages differ from what bob sent")

@@ -94,7 +94,7 @@ extension ChatClient {
         let backend = self.backend
         let entries = (try? store.read { tx in try tx.outbox(backend: backend) }) ?? []
         for entry in entries where entry.status == .queued && !entry.noSend {
-            try? await attemptPublish(entry, force: true)
+            _ = try? await attemptPublish(entry, force: true)
         }
     }
 
@@ -233,12 +233,15 @@ extension ChatClient {
         while !Task.isCancelled {
             _ = await prepareWaitingEntries()
             let due = (try? store.read { tx in try tx.dueOutbox(backend: backend, now: configuration.clock(), limit: 64) }) ?? []
-            for entry in due where !Task.isCancelled {
-                try? await attemptPublish(entry, force: false)
+            var attempted = false
+            for entry in due where !Task.isCancelled && !inFlight.contains(entry.messageID) {
+                if (try? await attemptPublish(entry, force: false)) == true { attempted = true }
             }
-            if !due.isEmpty { continue }
+            if attempted { continue }
+            // Nothing to do now: sleep until the next retry is due or someone wakes the worker
+            // (a send, a completed attempt elsewhere, an upload settling).
             let next = (try? store.read { tx in try tx.outbox(backend: backend) })?
-                .filter { $0.status == .queued && !$0.noSend }
+                .filter { $0.status == .queued && !$0.noSend && !inFlight.contains($0.messageID) }
                 .map(\.nextAttemptAt).min()
             if Task.isCancelled { return }
             await sleep(until: next)
@@ -246,13 +249,14 @@ extension ChatClient {
     }
 
     /// One publish attempt of one entry under its stored key; the outcome is persisted in one transaction.
-    func attemptPublish(_ entry: OutboxEntry, force: Bool) async throws {
+    @discardableResult
+    func attemptPublish(_ entry: OutboxEntry, force: Bool) async throws -> Bool {
         let id = entry.messageID
-        guard !inFlight.contains(id) else { return }
+        guard !inFlight.contains(id) else { return false }
         guard let current = try store.read({ tx in try tx.outboxEntry(id) }), current.status == .queued,
-              let prepared = current.prepared else { return }
-        if current.noSend && !force { return }
-        if !force && current.nextAttemptAt > configuration.clock() { return }
+              let prepared = current.prepared else { return false }
+        if current.noSend && !force { return false }
+        if !force && current.nextAttemptAt > configuration.clock() { return false }
         inFlight.insert(id)
         defer { inFlight.remove(id) }
         if var message = try message(id), !message.delivery.isPublished {
@@ -272,6 +276,7 @@ extension ChatClient {
             action = machine.publishFailed(failure, now: configuration.clock(), random: Double.random(in: 0...1))
         }
         try finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
+        return true
     }
 
     private func finishAttempt(_ id: MessageID, prepared: PreparedMessage, action: OutboxAttemptMachine.Action,
@@ -315,7 +320,7 @@ extension ChatClient {
             emit(.messageUpserted(updated), in: updated.conversation)
             if case .complete = action { Task { await self.flushOperations(waitingOn: Self.publishedKey(id)) } }
         }
-        if case .retry = action { wake() }
+        wake()
     }
 
     // MARK: - Attachments staging
