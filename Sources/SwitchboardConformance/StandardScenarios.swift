@@ -343,6 +343,18 @@ public enum StandardScenarios {
             try ctx.expect(try await alice.message(message.id)?.content.text == "fixed", "edit not applied locally")
             try await waitToSee(ctx, bob, message.id) { $0.content.text == "fixed" && $0.editedAt != nil }
         },
+        Scenario("edit-before-sent", "an edit made while the message is still pending waits in the queue and reaches the peer after the send", requires: [.editing, .faults]) { ctx in
+            let faults = try ctx.faults()
+            let (alice, bob) = try await pair(ctx)
+            await faults.setOffline(ctx.fixture.alice, true)
+            let message = try await alice.send("draft words", in: ctx.fixture.conversation)
+            try await alice.edit(message.id, text: "final words")
+            try ctx.expect(try await alice.message(message.id)?.content.text == "final words", "pending edit not shown locally")
+            await faults.setOffline(ctx.fixture.alice, false)
+            if try await alice.message(message.id)?.delivery.isFailed == true { try await alice.retry(message.id) }
+            try await waitToSee(ctx, bob, message.id) { $0.content.text == "final words" }
+            try ctx.expect(try await alice.message(message.id)?.content.text == "final words", "alice lost her edit")
+        },
         Scenario("edit-window-expired", "an edit after 15 minutes is refused before any request, text unchanged", requires: [.editing]) { ctx in
             let (alice, _) = try await pair(ctx)
             let message = try await alice.send("old news", in: ctx.fixture.conversation)

@@ -255,9 +255,9 @@ extension ChatClient {
                 try store.write { tx in try tx.removePending(operation.id) }
                 return
             }
-            guard message.delivery.isPublished else { return }
+            // Keep waiting until the message is published AND its backend ID is known (echo-only backends).
+            guard message.delivery.isPublished, let remote = try? remoteID(action.messageID) else { return }
             try store.write { tx in try tx.removePending(operation.id) }
-            let remote = try remoteID(action.messageID)
             switch action.kind {
             case .edit: try await (adapter as? any EditingAdapter)?.edit(remote, in: message.conversation, text: action.text ?? "")
             case .delete: try await (adapter as? any DeletingAdapter)?.delete(remote, in: message.conversation)

@@ -27,6 +27,7 @@ extension ChatClient {
         } while state.resyncRequested
         emit(.syncStateChanged(state.isConnected ? .live : .offline(reason: "live stream not connected")), in: id)
         try await flushAllPendingOperations()
+        wake()
     }
 
     private func deltaSync(_ id: ConversationID) async throws {
@@ -105,7 +106,13 @@ extension ChatClient {
             do {
                 let events = try store.write { tx in try apply(change, tx: tx) }
                 for event in events { emit(event, in: id) }
-                if case .message(let remote) = change { await flushOperations(waitingOn: Self.remoteKey(backend, remote.remoteID)) }
+                for case let message? in events.map(\.message) where message.isOutgoing && message.delivery.isPublished {
+                    await flushOperations(waitingOn: Self.publishedKey(message.id))
+                }
+                if case .message(let remote) = change {
+                    await flushOperations(waitingOn: Self.remoteKey(backend, remote.remoteID))
+                    if remote.sender == localUser { wake() }  // an echo may unblock a reply waiting for its target's ID
+                }
             } catch {
                 log(.warning, "live change not applied: \(error); next sync repairs it")
                 state.resyncRequested = true
@@ -171,11 +178,10 @@ extension ChatClient {
         message.content.attachments = mergeAttachments(local: message.content.attachments, remote: remote.attachments)
         var events: [ConversationEvent] = []
         let remoteEdited = remote.editedAt?.roundedToMicroseconds
-        if remote.text != message.content.text, remote.deletedAt == nil,
-           remoteEdited != nil || !message.isOutgoing || message.delivery.isPublished {
-            if let remoteEdited, let localEdited = message.editedAt, remoteEdited < localEdited {
-                // An older edit than ours: ours is newer and on its way.
-            } else {
+        if remote.text != message.content.text, remote.deletedAt == nil {
+            // A copy older than our own edit (the original, or an earlier edit) must not undo it.
+            let isOlderThanLocalEdit = message.editedAt.map { local in remoteEdited.map { $0 < local } ?? true } ?? false
+            if !isOlderThanLocalEdit {
                 message.content.text = remote.text
                 message.editedAt = remoteEdited ?? message.editedAt
                 events.append(.contentEdited(message))
