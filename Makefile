@@ -1,12 +1,20 @@
 # Switchboard — build, test and demo entry points. Every target installs what it needs first.
 SWIFT ?= swift
-DEBIAN_PACKAGES := libsqlite3-dev pkg-config
+DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-dev python3-venv
 BIN := .build/debug/switchboard
+VENV := .venv
+PYTHON_PACKAGES := websockets==15.0.1
 
 .PHONY: deps build test demo conformance clean
 
-deps:
+deps: $(VENV)/.installed
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
+
+## Python peers the interop tests talk to (the real `websockets` package, later the official clients).
+$(VENV)/.installed: Makefile
+	@python3 -m venv $(VENV)
+	@$(VENV)/bin/pip install -q --disable-pip-version-check $(PYTHON_PACKAGES)
+	@touch $@
 
 build: deps
 	$(SWIFT) build
@@ -14,7 +22,7 @@ build: deps
 ## The whole suite: unit, store contract, engine (including the SIGKILL crash test) and conformance.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python $(SWIFT) test
 
 ## Runs the engine on the in-memory backend and prints a readable timeline.
 demo: deps
@@ -26,4 +34,4 @@ conformance: build
 	@for scheme in client content server; do $(BIN) conformance --adapter memory --id-scheme $$scheme || exit 1; done
 
 clean:
-	rm -rf .build
+	rm -rf .build $(VENV)
