@@ -103,8 +103,11 @@ extension ChatClient {
             state.isConnected = false
             emit(.syncStateChanged(.offline(reason: reason)), in: id)
         case .change(let change):
+            // An identical change applied moments ago (duplicate delivery, replay) changes nothing.
+            guard !state.recentChanges.contains(change) else { return }
             do {
                 let events = try store.write { tx in try apply(change, tx: tx) }
+                state.recentChanges.insert(change)
                 for event in events { emit(event, in: id) }
                 for case let message? in events.map(\.message) where message.isOutgoing && message.delivery.isPublished {
                     await flushOperations(waitingOn: Self.publishedKey(message.id))

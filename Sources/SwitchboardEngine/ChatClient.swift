@@ -97,7 +97,16 @@ public actor ChatClient {
                     await self.handleLive(event, in: id)
                 }
             }
-            try await synchronize(id)
+            do {
+                try await synchronize(id)
+            } catch let error where SwitchboardError.wrapping(error).isRetryable {
+                // Offline: the stored timeline shows, and the next `.connected` runs the sync.
+                log(.debug, "initial sync of \(id) deferred: \(error)")
+            } catch {
+                state.liveTask?.cancel()
+                conversations[id] = nil
+                throw error
+            }
         }
         return Conversation(client: self, id: id)
     }
@@ -195,9 +204,43 @@ final class ConversationState {
     var typingExpiry: [UserID: Task<Void, Never>] = [:]
     var localTypingSentAt: Date?
     var localTypingIdleTask: Task<Void, Never>?
+    /// Changes applied recently, so an identical repeat (replay, duplicate delivery) costs one hash lookup.
+    var recentChanges = RecentSet<RemoteChange>(capacity: 4096)
 
     init(id: ConversationID, windowLimit: Int) {
         self.id = id
         self.window = TimelineWindow(limit: windowLimit)
+    }
+}
+
+/// A bounded set that forgets its oldest members first.
+struct RecentSet<Element: Hashable> {
+    private var members: Set<Element> = []
+    private var order: [Element] = []
+    private var head = 0
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    func contains(_ element: Element) -> Bool { members.contains(element) }
+
+    /// Adds `element`; returns false when it was already present.
+    @discardableResult
+    mutating func insert(_ element: Element) -> Bool {
+        guard members.insert(element).inserted else { return false }
+        if order.count < capacity {
+            order.append(element)
+        } else {
+            members.remove(order[head])
+            order[head] = element
+            head = (head + 1) % capacity
+        }
+        return true
+    }
+
+    mutating func removeAll() {
+        members.removeAll()
+        order.removeAll()
+        head = 0
     }
 }

@@ -59,7 +59,7 @@ public struct OutboxAttemptMachine: Sendable, Hashable {
     /// Records a failed publish; `random` is 0...1 and spreads the delay by the policy's jitter.
     public mutating func publishFailed(_ error: SwitchboardError, now: Date, random: Double) -> Action {
         attempts += 1
-        guard error.isRetryable else { return .fail(reason: error.message, retryable: true) }
+        guard error.isRetryable else { return .fail(reason: error.message, retryable: false) }
         guard attempts < policy.maxAttempts else {
             return .fail(reason: "gave up after \(attempts) attempts: \(error.message)", retryable: true)
         }

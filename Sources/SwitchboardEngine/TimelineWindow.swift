@@ -6,8 +6,8 @@ public struct TimelineWindow: Sendable {
     public private(set) var messages: [Message] = []
     /// Most messages held.
     public let limit: Int
-    /// Whether older messages exist locally or remotely beyond the window.
-    public var hasOlder: Bool = true
+    /// Whether older messages may exist beyond the window (false for a fresh window: it starts at the beginning).
+    public var hasOlder: Bool = false
     /// Whether newer messages were trimmed off the bottom (after paging far back).
     public private(set) var hasNewer: Bool = false
 
@@ -21,9 +21,8 @@ public struct TimelineWindow: Sendable {
 
     /// Whether a message at `position` belongs inside the window's range.
     public func covers(_ position: TimelinePosition) -> Bool {
-        if messages.count < limit && !hasNewer { return true }
         guard let oldest, let newest else { return true }
-        if position < oldest { return false }
+        if position < oldest { return !hasOlder }
         if position > newest { return !hasNewer }
         return true
     }
@@ -66,8 +65,9 @@ public struct TimelineWindow: Sendable {
     /// Replaces the whole window with the newest messages (ascending order expected).
     public mutating func reset(newest: [Message], hasOlder: Bool) {
         messages = newest.sorted { $0.position < $1.position }
-        if messages.count > limit { messages.removeFirst(messages.count - limit) }
-        self.hasOlder = hasOlder
+        let trimmed = messages.count > limit
+        if trimmed { messages.removeFirst(messages.count - limit) }
+        self.hasOlder = hasOlder || trimmed
         hasNewer = false
     }
 

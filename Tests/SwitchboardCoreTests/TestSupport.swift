@@ -1,0 +1,46 @@
+import Foundation
+import SwitchboardCore
+
+/// A deterministic pseudo-random generator (SplitMix64), so failures reproduce.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Builders for timeline messages.
+enum Fixture {
+    static let room = ConversationID("room-1")
+    static let alice = UserID("alice")
+    /// A fixed reference time (2023-11-14T22:13:20Z).
+    static let epoch = Date(timeIntervalSince1970: 1_700_000_000)
+
+    /// A message `id` at `seconds` after `epoch`.
+    static func message(_ id: String, at seconds: Double, text: String? = nil) -> Message {
+        Message(id: MessageID(id), conversation: room, sender: alice, content: MessageContent(text: text ?? id),
+                timestamp: epoch.addingTimeInterval(seconds), delivery: .received, isOutgoing: false)
+    }
+
+    /// Messages `m01`, `m02`... at 1, 2... seconds, for each number in `numbers`.
+    static func messages(_ numbers: some Sequence<Int>) -> [Message] {
+        numbers.map { message(name($0), at: Double($0)) }
+    }
+
+    /// `m07` for 7.
+    static func name(_ number: Int) -> String {
+        number < 10 ? "m0\(number)" : "m\(number)"
+    }
+}
+
+extension Array where Element == Message {
+    /// The identifiers' raw texts, in order.
+    var ids: [String] { map(\.id.rawValue) }
+}
