@@ -88,7 +88,7 @@ public actor ChatClient {
         if conversations[id] == nil {
             let state = ConversationState(id: id, windowLimit: configuration.windowLimit)
             let newest = try store.read { tx in try tx.messages(in: id, before: nil, limit: configuration.pageSize) }
-            state.window.reset(newest: newest, hasOlder: true)
+            state.window.reset(newest: newest, hasOlder: newest.count == configuration.pageSize)
             conversations[id] = state
             let stream = adapter.liveEvents(in: id)
             state.liveTask = Task { [weak self] in
@@ -149,8 +149,10 @@ public actor ChatClient {
     /// The window of messages held in memory, oldest first.
     public func timeline(of id: ConversationID) throws -> [Message] { try state(id).window.messages }
 
-    /// Whether older messages may exist before the window.
-    public func hasOlder(in id: ConversationID) throws -> Bool { try state(id).window.hasOlder }
+    /// Whether older messages may exist before the window, in the store or on the backend.
+    public func hasOlder(in id: ConversationID) throws -> Bool {
+        try state(id).window.hasOlder || !isHistoryExhausted(id)
+    }
 
     /// Pages backwards: older messages from the store, fetching history from the backend when the store runs out.
     /// Returns how many messages were added to the window.
@@ -164,8 +166,7 @@ public actor ChatClient {
             local = try store.read { tx in try tx.messages(in: id, before: state.window.oldest, limit: pageSize) }
         }
         state.window.prepend(local)
-        let exhausted = try isHistoryExhausted(id)
-        state.window.hasOlder = local.count == pageSize || !exhausted
+        state.window.hasOlder = local.count == pageSize
         return local.count
     }
 

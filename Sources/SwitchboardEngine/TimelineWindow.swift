@@ -6,7 +6,7 @@ public struct TimelineWindow: Sendable {
     public private(set) var messages: [Message] = []
     /// Most messages held.
     public let limit: Int
-    /// Whether older messages may exist beyond the window (false for a fresh window: it starts at the beginning).
+    /// Whether older messages exist that the window has not loaded (false for a fresh window: it starts at the beginning).
     public var hasOlder: Bool = false
     /// Whether newer messages were trimmed off the bottom (after paging far back).
     public private(set) var hasNewer: Bool = false
