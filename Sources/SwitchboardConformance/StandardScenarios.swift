@@ -37,6 +37,14 @@ public enum StandardScenarios {
         try await ctx.eventually(what) { try await client.message(id)?.delivery.isPublished == true }
     }
 
+    /// Waits until the sender knows the backend's ID (on echo-only backends that takes the echo).
+    static func waitForRemoteID(_ ctx: ScenarioContext, _ client: ChatClient, _ id: MessageID) async throws {
+        let backend = client.adapter.backend
+        try await ctx.eventually("backend ID of \(id) known") {
+            try client.store.read { tx in try tx.remoteID(of: id, backend: backend, part: 0) } != nil
+        }
+    }
+
     static func waitToSee(_ ctx: ScenarioContext, _ client: ChatClient, _ id: MessageID,
                           where predicate: @escaping @Sendable (Message) -> Bool = { _ in true }) async throws {
         try await ctx.eventually("peer sees \(id)") {
@@ -355,6 +363,21 @@ public enum StandardScenarios {
             try await waitToSee(ctx, bob, message.id) { $0.content.text == "final words" }
             try ctx.expect(try await alice.message(message.id)?.content.text == "final words", "alice lost her edit")
         },
+        Scenario("queued-edit-refused-rollback", "an edit queued behind an unsent message and refused later is rolled back on screen", requires: [.editing, .faults]) { ctx in
+            let faults = try ctx.faults()
+            let (alice, bob) = try await pair(ctx)
+            await faults.setOffline(ctx.fixture.alice, true)
+            let message = try await alice.send("first words", in: ctx.fixture.conversation)
+            try await alice.edit(message.id, text: "second words")
+            await faults.setRefuseEdits(true)
+            await faults.setOffline(ctx.fixture.alice, false)
+            if try await alice.message(message.id)?.delivery.isFailed == true { try await alice.retry(message.id) }
+            try await waitToSee(ctx, bob, message.id)
+            try await ctx.eventually("alice's refused edit rolled back") {
+                try await alice.message(message.id)?.content.text == "first words"
+            }
+            try ctx.expect(try await bob.message(message.id)?.content.text == "first words", "bob saw the refused edit")
+        },
         Scenario("edit-window-expired", "an edit after 15 minutes is refused before any request, text unchanged", requires: [.editing]) { ctx in
             let (alice, _) = try await pair(ctx)
             let message = try await alice.send("old news", in: ctx.fixture.conversation)
@@ -368,6 +391,7 @@ public enum StandardScenarios {
             let (alice, bob) = try await pair(ctx)
             let message = try await alice.send("original", in: ctx.fixture.conversation)
             try await waitToSee(ctx, bob, message.id)
+            try await waitForRemoteID(ctx, alice, message.id)
             await faults.setRefuseEdits(true)
             do {
                 try await alice.edit(message.id, text: "rewritten")
@@ -400,6 +424,7 @@ public enum StandardScenarios {
             let (alice, _) = try await pair(ctx)
             let message = try await alice.send("keep me", in: ctx.fixture.conversation)
             try await waitForDelivery(ctx, alice, message.id)
+            try await waitForRemoteID(ctx, alice, message.id)
             await faults.setRefuseDeletes(true)
             try await ctx.expectError(.refused, "refused delete") { try await alice.delete(message.id) }
             let restored = try await alice.message(message.id)

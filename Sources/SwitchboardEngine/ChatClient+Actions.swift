@@ -11,6 +11,8 @@ struct DeferredAction: Codable, Sendable {
     var symbol: String?
     var isActive: Bool?
     var receipt: ReceiptState?
+    /// The message before the optimistic change, restored if the backend refuses the deferred request.
+    var snapshot: Message?
 }
 
 extension ChatClient {
@@ -34,12 +36,12 @@ extension ChatClient {
         edited.content.text = text
         edited.editedAt = now
         try commit(edited, event: .contentEdited(edited))
-        guard snapshot.delivery.isPublished else {
-            try deferUntilPublished(DeferredAction(kind: .edit, messageID: id, text: text), until: id)
+        guard snapshot.delivery.isPublished, let remote = try? remoteID(id) else {
+            try deferUntilPublished(DeferredAction(kind: .edit, messageID: id, text: text, snapshot: snapshot), until: id)
             return
         }
         do {
-            try await editing.edit(try remoteID(id), in: snapshot.conversation, text: text)
+            try await editing.edit(remote, in: snapshot.conversation, text: text)
         } catch {
             try rollBack(to: snapshot, event: .contentEdited(snapshot), after: error)
         }
@@ -64,12 +66,12 @@ extension ChatClient {
         deleted.deletedAt = now
         deleted.content.text = ""
         try commit(deleted, event: .deleted(deleted))
-        guard snapshot.delivery.isPublished else {
-            try deferUntilPublished(DeferredAction(kind: .delete, messageID: id), until: id)
+        guard snapshot.delivery.isPublished, let remote = try? remoteID(id) else {
+            try deferUntilPublished(DeferredAction(kind: .delete, messageID: id, snapshot: snapshot), until: id)
             return
         }
         do {
-            try await deleting.delete(try remoteID(id), in: snapshot.conversation)
+            try await deleting.delete(remote, in: snapshot.conversation)
         } catch {
             try rollBack(to: snapshot, event: .deleted(snapshot), after: error)
         }
@@ -98,12 +100,13 @@ extension ChatClient {
             if !had { updated.reactions.append(Reaction(user: user, symbol: symbol, at: now)) }
         }
         try commit(updated, event: .reactionsChanged(updated))
-        guard snapshot.delivery.isPublished else {
-            try deferUntilPublished(DeferredAction(kind: .reaction, messageID: id, symbol: symbol, isActive: !had), until: id)
+        guard snapshot.delivery.isPublished, let remote = try? remoteID(id) else {
+            try deferUntilPublished(DeferredAction(kind: .reaction, messageID: id, symbol: symbol, isActive: !had,
+                                                   snapshot: snapshot), until: id)
             return
         }
         do {
-            try await reacting.setReaction(symbol, isActive: !had, on: try remoteID(id), in: snapshot.conversation)
+            try await reacting.setReaction(symbol, isActive: !had, on: remote, in: snapshot.conversation)
         } catch {
             try rollBack(to: snapshot, event: .reactionsChanged(snapshot), after: error)
         }
@@ -258,17 +261,34 @@ extension ChatClient {
             // Keep waiting until the message is published AND its backend ID is known (echo-only backends).
             guard message.delivery.isPublished, let remote = try? remoteID(action.messageID) else { return }
             try store.write { tx in try tx.removePending(operation.id) }
-            switch action.kind {
-            case .edit: try await (adapter as? any EditingAdapter)?.edit(remote, in: message.conversation, text: action.text ?? "")
-            case .delete: try await (adapter as? any DeletingAdapter)?.delete(remote, in: message.conversation)
-            case .reaction:
-                try await (adapter as? any ReactingAdapter)?.setReaction(action.symbol ?? "", isActive: action.isActive ?? true,
-                                                                        on: remote, in: message.conversation)
-            case .receipt:
-                try await (adapter as? any ReceiptAdapter)?.sendReceipt(action.receipt ?? .read, for: remote, in: message.conversation)
+            do {
+                try await perform(action, remote: remote, in: message.conversation)
+            } catch {
+                // The request was refused after the user moved on: the event stream shows the rollback.
+                if let snapshot = action.snapshot {
+                    let event: ConversationEvent = switch action.kind {
+                    case .edit: .contentEdited(snapshot)
+                    case .delete: .deleted(snapshot)
+                    default: .reactionsChanged(snapshot)
+                    }
+                    _ = try? rollBack(to: snapshot, event: event, after: error)
+                }
+                throw error
             }
         } catch {
             log(.warning, "deferred \(operation.kind) failed: \(error)")
+        }
+    }
+
+    private func perform(_ action: DeferredAction, remote: RemoteID, in conversation: ConversationID) async throws {
+        switch action.kind {
+        case .edit: try await (adapter as? any EditingAdapter)?.edit(remote, in: conversation, text: action.text ?? "")
+        case .delete: try await (adapter as? any DeletingAdapter)?.delete(remote, in: conversation)
+        case .reaction:
+            try await (adapter as? any ReactingAdapter)?.setReaction(action.symbol ?? "", isActive: action.isActive ?? true,
+                                                                    on: remote, in: conversation)
+        case .receipt:
+            try await (adapter as? any ReceiptAdapter)?.sendReceipt(action.receipt ?? .read, for: remote, in: conversation)
         }
     }
 }

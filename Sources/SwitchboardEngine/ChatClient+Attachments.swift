@@ -8,13 +8,23 @@ extension ChatClient {
     /// separate failed placeholder holds the rest, with retry.
     func startUploads(for id: MessageID) {
         guard uploadTasks[id] == nil else { return }
+        let token = UUID()
+        uploadTokens[id] = token
         uploadTasks[id] = Task { [weak self] in
-            await self?.runUploads(for: id)
+            await self?.runUploads(for: id, token: token)
         }
     }
 
-    private func runUploads(for id: MessageID) async {
-        defer { uploadTasks[id] = nil; uploadProgress[id] = nil; wake() }
+    private func runUploads(for id: MessageID, token: UUID) async {
+        defer {
+            // A task cancelled by stop() must not clear the entry of one started after a restart.
+            if uploadTokens[id] == token {
+                uploadTasks[id] = nil
+                uploadTokens[id] = nil
+                uploadProgress[id] = nil
+            }
+            wake()
+        }
         guard let message = try? message(id) else { return }
         guard let uploader = adapter as? any UploadingAdapter else {
             try? settle(id, failure: "\(backend) does not host attachments")

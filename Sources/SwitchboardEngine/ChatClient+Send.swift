@@ -109,6 +109,7 @@ extension ChatClient {
         }
         uploadTasks[id]?.cancel()
         uploadTasks[id] = nil
+        uploadTokens[id] = nil
         if let prepared = try store.read({ tx in try tx.outboxEntry(id) })?.prepared {
             try await adapter.discard(prepared)
         }

@@ -37,7 +37,7 @@ extension ChatClient {
             // First open: take the feed position first, then the newest page; the overlap is deduplicated.
             let latest = try await adapter.latestCursor(in: id)
             let page = try await adapter.history(in: id, before: nil, limit: configuration.pageSize)
-            try ingest(page, in: id)
+            try ingest(page, in: id, isNewestPage: true)
             try store.write { tx in
                 try tx.setCursor(latest ?? Cursor("0"), conversation: id, backend: backend, kind: .changes)
             }
@@ -59,21 +59,48 @@ extension ChatClient {
         }
     }
 
-    /// Ingests one history page and records where paging backwards resumes.
-    func ingest(_ page: HistoryPage, in id: ConversationID) throws {
+    /// Ingests one history page and records where paging backwards resumes and how far down history is contiguous.
+    /// The newest page (first open) flows into the window; older pages wait for `loadOlder` to prepend them.
+    func ingest(_ page: HistoryPage, in id: ConversationID, isNewestPage: Bool) throws {
         let backend = self.backend
-        let events = try store.write { tx -> [ConversationEvent] in
+        let (events, floor) = try store.write { tx -> ([ConversationEvent], TimelinePosition?) in
             var events: [ConversationEvent] = []
             for message in page.messages { events += try apply(.message(message), tx: tx) }
             for reaction in page.reactions { events += try apply(.reaction(reaction), tx: tx) }
             for receipt in page.receipts { events += try apply(.receipt(receipt), tx: tx) }
             let existing = try tx.cursor(conversation: id, backend: backend, kind: .history)
-            if existing != Self.historyExhausted {
-                try tx.setCursor(page.olderCursor ?? Self.historyExhausted, conversation: id, backend: backend, kind: .history)
+            guard existing != Self.historyExhausted else { return (events, nil) }
+            try tx.setCursor(page.olderCursor ?? Self.historyExhausted, conversation: id, backend: backend, kind: .history)
+            var floor = try Self.decodeFloor(tx.cursor(conversation: id, backend: backend, kind: .historyFloor))
+            if page.olderCursor == nil {
+                floor = nil  // the beginning: everything stored is contiguous
+            } else {
+                for remote in page.messages {
+                    guard let position = try tx.message(resolve(remote, tx: tx))?.position else { continue }
+                    if floor == nil || position < floor! { floor = position }
+                }
             }
-            return events
+            try tx.setCursor(floor.map { Cursor("\($0.micros):\($0.id.rawValue)") }, conversation: id, backend: backend,
+                             kind: .historyFloor)
+            return (events, floor)
         }
+        let window = conversations[id]?.window
+        conversations[id]?.window.floor = floor
+        if !isNewestPage { conversations[id]?.window.hasOlder = true }
         for event in events { emit(event, in: id) }
+        if isNewestPage, page.olderCursor != nil, window != nil { conversations[id]?.window.hasOlder = true }
+    }
+
+    /// The stored history floor of a conversation.
+    func historyFloor(_ id: ConversationID) throws -> TimelinePosition? {
+        let backend = self.backend
+        return try Self.decodeFloor(store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .historyFloor) })
+    }
+
+    static func decodeFloor(_ cursor: Cursor?) -> TimelinePosition? {
+        guard let text = cursor?.rawValue, let colon = text.firstIndex(of: ":"),
+              let micros = Int64(text[..<colon]) else { return nil }
+        return TimelinePosition(timestamp: TimelinePosition.date(micros: micros), id: MessageID(String(text[text.index(after: colon)...])))
     }
 
     /// Fetches the next older history page from the backend; returns how many messages it held.
@@ -83,7 +110,7 @@ extension ChatClient {
         let cursor = try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) }
         if cursor == Self.historyExhausted { return 0 }
         let page = try await adapter.history(in: id, before: cursor, limit: configuration.pageSize)
-        try ingest(page, in: id)
+        try ingest(page, in: id, isNewestPage: false)
         return page.messages.count
     }
 
@@ -181,7 +208,7 @@ extension ChatClient {
         message.content.attachments = mergeAttachments(local: message.content.attachments, remote: remote.attachments)
         var events: [ConversationEvent] = []
         let remoteEdited = remote.editedAt?.roundedToMicroseconds
-        if remote.text != message.content.text, remote.deletedAt == nil {
+        if remote.text != message.content.text, remote.deletedAt == nil, message.deletedAt == nil {
             // A copy older than our own edit (the original, or an earlier edit) must not undo it.
             let isOlderThanLocalEdit = message.editedAt.map { local in remoteEdited.map { $0 < local } ?? true } ?? false
             if !isOlderThanLocalEdit {
@@ -265,9 +292,13 @@ extension ChatClient {
     }
 
     private func enqueueIncoming(_ change: RemoteChange, target: RemoteID, tx: any StoreTransaction) throws {
-        let payload = try JSONEncoder().encode(change)
-        try tx.enqueuePending(PendingOperation(waitKey: Self.remoteKey(backend, target), kind: "incoming",
-                                               payload: payload, createdAt: now))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let payload = try encoder.encode(change)
+        let key = Self.remoteKey(backend, target)
+        // A refetch or redelivery of the same waiting change must not queue it twice.
+        guard try !tx.pendingOperations(waitingOn: key).contains(where: { $0.payload == payload }) else { return }
+        try tx.enqueuePending(PendingOperation(waitKey: key, kind: "incoming", payload: payload, createdAt: now))
     }
 
     static func remoteKey(_ backend: BackendID, _ remote: RemoteID) -> String { "remote:\(backend.rawValue):\(remote.rawValue)" }

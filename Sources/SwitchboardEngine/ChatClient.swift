@@ -15,6 +15,7 @@ public actor ChatClient {
     var conversations: [ConversationID: ConversationState] = [:]
     var inFlight: Set<MessageID> = []
     var uploadTasks: [MessageID: Task<Void, Never>] = [:]
+    var uploadTokens: [MessageID: UUID] = [:]
     var uploadProgress: [MessageID: [AttachmentID: Double]] = [:]
     var workerTask: Task<Void, Never>?
     var wakeContinuation: CheckedContinuation<Void, Never>?
@@ -72,6 +73,7 @@ public actor ChatClient {
         wakeContinuation = nil
         for task in uploadTasks.values { task.cancel() }
         uploadTasks.removeAll()
+        uploadTokens.removeAll()
         for state in conversations.values {
             state.liveTask?.cancel()
             for continuation in state.subscribers.values { continuation.finish() }
@@ -87,8 +89,13 @@ public actor ChatClient {
     public func open(_ id: ConversationID) async throws -> Conversation {
         if conversations[id] == nil {
             let state = ConversationState(id: id, windowLimit: configuration.windowLimit)
-            let newest = try store.read { tx in try tx.messages(in: id, before: nil, limit: configuration.pageSize) }
-            state.window.reset(newest: newest, hasOlder: newest.count == configuration.pageSize)
+            let floor = try historyFloor(id)
+            let newest = try contiguousMessages(in: id, before: nil, floor: floor)
+            state.window.floor = floor
+            let backend = self.backend
+            let historyCursor = try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) }
+            let remoteOlder = historyCursor != nil && historyCursor != Self.historyExhausted
+            state.window.reset(newest: newest, hasOlder: newest.count == configuration.pageSize || remoteOlder)
             conversations[id] = state
             let stream = adapter.liveEvents(in: id)
             state.liveTask = Task { [weak self] in
@@ -160,14 +167,29 @@ public actor ChatClient {
     public func loadOlder(in id: ConversationID) async throws -> Int {
         let state = try state(id)
         let pageSize = configuration.pageSize
-        var local = try store.read { tx in try tx.messages(in: id, before: state.window.oldest, limit: pageSize) }
-        if local.count < pageSize, try !isHistoryExhausted(id) {
-            try await fetchOlderHistory(id)
-            local = try store.read { tx in try tx.messages(in: id, before: state.window.oldest, limit: pageSize) }
+        var local = try contiguousMessages(in: id, before: state.window.oldest, floor: try historyFloor(id))
+        // Stored rows below the history floor are islands (old messages an edit brought in), not the next page:
+        // fetch history until a full contiguous page exists or the beginning is reached.
+        var fetches = 0
+        while local.count < pageSize, try !isHistoryExhausted(id), fetches < 8 {
+            fetches += 1
+            let fetched = try await fetchOlderHistory(id)
+            local = try contiguousMessages(in: id, before: state.window.oldest, floor: try historyFloor(id))
+            if fetched == 0 { break }
         }
+        state.window.floor = try historyFloor(id)
         state.window.prepend(local)
-        state.window.hasOlder = local.count == pageSize
+        let exhausted = try isHistoryExhausted(id)
+        state.window.hasOlder = local.count == pageSize || !exhausted
         return local.count
+    }
+
+    /// Up to a page of stored messages before `position`, newest first, none below the history floor.
+    func contiguousMessages(in id: ConversationID, before position: TimelinePosition?,
+                            floor: TimelinePosition?) throws -> [Message] {
+        let rows = try store.read { tx in try tx.messages(in: id, before: position, limit: configuration.pageSize) }
+        guard let floor else { return rows }
+        return rows.filter { $0.position >= floor }
     }
 
     /// Message by ID from the store.

@@ -10,6 +10,8 @@ public struct TimelineWindow: Sendable {
     public var hasOlder: Bool = false
     /// Whether newer messages were trimmed off the bottom (after paging far back).
     public private(set) var hasNewer: Bool = false
+    /// Messages older than this are not contiguous with the window (history not fetched that far); nil: no bound.
+    public var floor: TimelinePosition?
 
     /// An empty window holding at most `limit` messages.
     public init(limit: Int) { self.limit = max(1, limit) }
@@ -21,6 +23,7 @@ public struct TimelineWindow: Sendable {
 
     /// Whether a message at `position` belongs inside the window's range.
     public func covers(_ position: TimelinePosition) -> Bool {
+        if let floor, position < floor { return false }
         guard let oldest, let newest else { return true }
         if position < oldest { return !hasOlder }
         if position > newest { return !hasNewer }

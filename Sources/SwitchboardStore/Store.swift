@@ -80,6 +80,9 @@ public enum CursorKind: String, Sendable, Hashable, Codable {
     case changes
     /// The oldest history page fetched: paging backwards resumes before it.
     case history
+    /// The local position of the oldest message fetched by contiguous history paging (`micros:id`);
+    /// stored rows older than it (edits of old messages seen in a delta sync) are not contiguous.
+    case historyFloor
 }
 
 /// An operation whose target is not mapped yet; it waits in the store until the mapping appears.

@@ -1,0 +1,167 @@
+import CCivetweb
+import Foundation
+import Synchronization
+
+/// One WebSocket connection's shared machinery, used by both `WebSocketConnection` (server) and `WebSocketClient`.
+///
+/// civetweb's thread calls `frameReceived` and `connectionEnded`; Swift tasks call `send`, `close` and `ping`.
+/// The protocol rules live in `WebSocketStateMachine`. Frames civetweb's thread must answer (pong, close echo,
+/// a failure's close frame) are written on that thread with its own connection pointer; frames from Swift are
+/// written on a Dispatch thread while holding `connection`, which `connectionEnded` clears, so no write can reach
+/// a connection civetweb has recycled or freed.
+final class WebSocketChannel: Sendable {
+    /// Which side of the connection we are (clients mask their frames).
+    enum Role: Sendable {
+        case server, client
+    }
+
+    private struct PendingPing {
+        var payload: Data
+        var answered: CivetwebCompletion
+    }
+
+    private struct Pings {
+        var counter: UInt64 = 0
+        var pending: [(id: UInt64, ping: PendingPing)] = []
+        var answeredIDs: Set<UInt64> = []
+    }
+
+    let role: Role
+    /// Incoming messages, ending with a `.close` frame.
+    let frames: AsyncStream<WebSocketFrame>
+    /// Fires when civetweb has left the read loop (the peer's close arrived, the connection failed or dropped).
+    let ended = CivetwebCompletion()
+    private let continuation: AsyncStream<WebSocketFrame>.Continuation
+    private let machine: Mutex<WebSocketStateMachine>
+    private let connection = Mutex<CivetwebHandle?>(nil)
+    private let pings = Mutex(Pings())
+
+    init(role: Role, maxMessageSize: Int) {
+        self.role = role
+        (frames, continuation) = AsyncStream.makeStream(of: WebSocketFrame.self, bufferingPolicy: .unbounded)
+        machine = Mutex(WebSocketStateMachine(maxMessageSize: maxMessageSize))
+    }
+
+    /// Whether messages may still be sent.
+    var isOpen: Bool { machine.withLock { $0.canSend } }
+
+    /// Records the civetweb connection that Swift-side writes go to.
+    func attach(_ pointer: OpaquePointer) {
+        connection.withLock { $0 = CivetwebHandle(pointer: pointer) }
+    }
+
+    // MARK: civetweb's thread
+
+    /// One frame from civetweb's read loop; returns whether to keep reading.
+    func frameReceived(on pointer: OpaquePointer, bits: Int32, payload: UnsafeMutablePointer<CChar>?,
+                       length: Int) -> Bool {
+        let data = payload.map { Data(bytes: $0, count: length) } ?? Data()
+        let reaction = machine.withLock { $0.frameReceived(bits: UInt8(truncatingIfNeeded: bits), payload: data) }
+        if let reply = reaction.reply { _ = write(reply, on: pointer) }
+        for frame in reaction.deliver { continuation.yield(frame) }
+        if let pong = reaction.pong { pongReceived(pong) }
+        return reaction.keepReading
+    }
+
+    /// Starts the closing handshake from civetweb's own thread (no Swift-side write lock needed there).
+    func closeNow(on pointer: OpaquePointer, code: WebSocketCloseCode, reason: String) {
+        if let frame = machine.withLock({ $0.closeRequested(code: code, reason: reason) }) {
+            _ = write(frame, on: pointer)
+        }
+    }
+
+    /// civetweb left the read loop: no more writes, the stream ends, pending pings fail.
+    func connectionEnded() {
+        connection.withLock { $0 = nil }
+        if let frame = machine.withLock({ $0.connectionEnded() }) { continuation.yield(frame) }
+        continuation.finish()
+        let waiting = pings.withLock { pings -> [CivetwebCompletion] in
+            defer { pings.pending.removeAll() }
+            return pings.pending.map(\.ping.answered)
+        }
+        for completion in waiting { completion.complete() }
+        ended.complete()
+    }
+
+    // MARK: Swift side
+
+    /// Sends a text or binary message.
+    func send(opcode: UInt8, payload: Data) async throws {
+        guard isOpen else { throw WebSocketError(.connectionClosed, "the connection is closing or closed") }
+        try await write(WebSocketOutgoingFrame(opcode: opcode, payload: payload))
+    }
+
+    /// Sends a close frame unless one was sent already or the connection ended; does not wait for the answer.
+    func close(code: WebSocketCloseCode, reason: String) async {
+        guard let frame = machine.withLock({ $0.closeRequested(code: code, reason: reason) }) else { return }
+        try? await write(frame)
+    }
+
+    /// Sends a ping and waits for the matching pong (an answer to a later ping also counts).
+    func ping(payload: Data?, timeout: Duration) async throws {
+        guard isOpen else { throw WebSocketError(.connectionClosed, "the connection is closing or closed") }
+        let (id, payload, answered) = pings.withLock { pings -> (UInt64, Data, CivetwebCompletion) in
+            pings.counter += 1
+            let payload = payload ?? Data("ping-\(pings.counter)".utf8)
+            let answered = CivetwebCompletion()
+            pings.pending.append((pings.counter, PendingPing(payload: payload, answered: answered)))
+            return (pings.counter, payload, answered)
+        }
+        guard payload.count <= 125 else {
+            forgetPing(id)
+            throw WebSocketError(.payloadTooLarge, "a ping payload holds at most 125 bytes")
+        }
+        do {
+            try await write(WebSocketOutgoingFrame(opcode: WebSocketOpcode.ping, payload: payload))
+        } catch {
+            forgetPing(id)
+            throw error
+        }
+        let inTime = await answered.wait(timeout: timeout)
+        let wasAnswered = pings.withLock { $0.answeredIDs.remove(id) != nil }
+        forgetPing(id)
+        if wasAnswered { return }
+        if !inTime { throw WebSocketError(.timedOut, "no pong within \(timeout)") }
+        throw WebSocketError(.connectionClosed, "the connection ended before the pong arrived")
+    }
+
+    private func forgetPing(_ id: UInt64) {
+        pings.withLock { pings in
+            pings.pending.removeAll { $0.id == id }
+            pings.answeredIDs.remove(id)
+        }
+    }
+
+    private func pongReceived(_ payload: Data) {
+        let answered = pings.withLock { pings -> [CivetwebCompletion] in
+            guard let index = pings.pending.firstIndex(where: { $0.ping.payload == payload }) else { return [] }
+            let resolved = pings.pending[...index]
+            pings.pending.removeFirst(index + 1)
+            for entry in resolved { pings.answeredIDs.insert(entry.id) }
+            return resolved.map(\.ping.answered)
+        }
+        for completion in answered { completion.complete() }
+    }
+
+    private func write(_ frame: WebSocketOutgoingFrame) async throws {
+        let written = await CivetwebLibrary.offloaded { [self] in
+            connection.withLock { handle -> Bool in
+                guard let handle else { return false }
+                return write(frame, on: handle.pointer)
+            }
+        }
+        guard written else { throw WebSocketError(.connectionClosed, "the connection is closed") }
+    }
+
+    private func write(_ frame: WebSocketOutgoingFrame, on pointer: OpaquePointer) -> Bool {
+        let opcode = Int32(frame.opcode)
+        let result = frame.payload.withUnsafeBytes { raw -> Int32 in
+            let bytes = raw.baseAddress?.assumingMemoryBound(to: CChar.self)
+            switch role {
+            case .server: return mg_websocket_write(pointer, opcode, bytes, raw.count)
+            case .client: return mg_websocket_client_write(pointer, opcode, bytes, raw.count)
+            }
+        }
+        return result > 0
+    }
+}

@@ -1,0 +1,286 @@
+import CCivetweb
+import Foundation
+import Synchronization
+
+/// A WebSocket client on civetweb's `mg_connect_websocket_client`: one object, one connection.
+///
+/// civetweb reads each client connection on a thread of its own; `close` (or the peer closing) ends it and
+/// `close` returns only after that thread has been joined and the socket closed (`mg_close_connection`). Pings
+/// from the server are answered automatically. Drop the object without `close` and it closes with 1001 in the
+/// background.
+public final class WebSocketClient: Sendable {
+    /// Client settings.
+    public struct Configuration: Sendable, Hashable {
+        /// The largest message accepted after reassembly; bigger ones close the connection with 1009.
+        public var maxMessageSize = 16 << 20
+        /// How long `close` waits for the server's close frame before tearing the connection down.
+        public var closeTimeout: Duration = .seconds(5)
+        /// How long `ping` waits for the pong.
+        public var pingTimeout: Duration = .seconds(10)
+        /// A PEM file of CA certificates that `wss://` servers must chain to (required for `wss://`). civetweb 1.15
+        /// verifies the chain only against this file and does not check the certificate's host name.
+        public var trustedCertificatesFile: String?
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The settings the client was made with.
+    public let configuration: Configuration
+    private let core: WebSocketClientCore
+
+    /// A client that is not connected yet.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        core = WebSocketClientCore(configuration: configuration)
+    }
+
+    deinit {
+        core.abandon()
+    }
+
+    /// Incoming text and binary messages; the last element is always a `.close` frame, then the stream ends.
+    public var frames: AsyncStream<WebSocketFrame> { core.channel.frames }
+
+    /// Whether messages may be sent (connected, and no close frame sent or received).
+    public var isOpen: Bool { core.isConnected && core.channel.isOpen }
+
+    /// Connects and completes the opening handshake; extra `headers` are sent with the upgrade request.
+    public func connect(url: URL, headers: HTTPHeaders = HTTPHeaders()) async throws {
+        let target = try WebSocketClientTarget(url: url, headers: headers)
+        try await core.connect(to: target)
+    }
+
+    /// Sends a text message.
+    public func send(text: String) async throws {
+        try core.requireConnected()
+        try await core.channel.send(opcode: WebSocketOpcode.text, payload: Data(text.utf8))
+    }
+
+    /// Sends a binary message.
+    public func send(binary: Data) async throws {
+        try core.requireConnected()
+        try await core.channel.send(opcode: WebSocketOpcode.binary, payload: binary)
+    }
+
+    /// Sends a ping (at most 125 bytes; a unique payload when `nil`) and waits for its pong.
+    public func ping(_ payload: Data? = nil) async throws {
+        try core.requireConnected()
+        try await core.channel.ping(payload: payload, timeout: configuration.pingTimeout)
+    }
+
+    /// Runs the closing handshake and releases the connection; returns once civetweb's thread has exited.
+    public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        await core.shutdown(code: code, reason: reason)
+    }
+}
+
+/// The client's state, handed to civetweb as callback data (retained until `mg_close_connection` has returned).
+final class WebSocketClientCore: Sendable {
+    private enum Handle {
+        case idle, connecting, failed, released
+        case connected(CivetwebHandle)
+    }
+
+    private struct State {
+        var handle = Handle.idle
+        var threadEnded = false
+        var releaseStarted = false
+    }
+
+    let channel: WebSocketChannel
+    private let configuration: WebSocketClient.Configuration
+    private let state = Mutex(State())
+    private let attempted = CivetwebCompletion()
+    private let released = CivetwebCompletion()
+
+    init(configuration: WebSocketClient.Configuration) {
+        self.configuration = configuration
+        channel = WebSocketChannel(role: .client, maxMessageSize: configuration.maxMessageSize)
+    }
+
+    var isConnected: Bool {
+        state.withLock { state in
+            if case .connected = state.handle { return true }
+            return false
+        }
+    }
+
+    func requireConnected() throws {
+        let connected = state.withLock { state -> Bool? in
+            switch state.handle {
+            case .connected: true
+            case .idle, .connecting, .failed: nil
+            case .released: false
+            }
+        }
+        switch connected {
+        case true?: return
+        case false?: throw WebSocketError(.connectionClosed, "the connection is closed")
+        case nil: throw WebSocketError(.notConnected, "call connect(url:headers:) first")
+        }
+    }
+
+    func connect(to target: WebSocketClientTarget) async throws {
+        try state.withLock { state in
+            guard case .idle = state.handle else {
+                throw WebSocketError(.alreadyConnected, "a WebSocketClient connects once; make a new one")
+            }
+            state.handle = .connecting
+        }
+        if target.isSecure {
+            guard configuration.trustedCertificatesFile != nil else {
+                fail()
+                throw WebSocketError(.unsupported, """
+                    wss:// needs Configuration.trustedCertificatesFile: civetweb 1.15 otherwise skips \
+                    certificate verification entirely
+                    """)
+            }
+            guard CivetwebLibrary.supportsTLS else {
+                fail()
+                throw WebSocketError(.unsupported, "civetweb could not load libssl, so wss:// is unavailable")
+            }
+        }
+        let caFile = configuration.trustedCertificatesFile
+        let result = await CivetwebLibrary.offloaded { self.connectBlocking(to: target, caFile: caFile) }
+        try result.get()
+    }
+
+    private func fail() {
+        state.withLock { $0.handle = .failed }
+        attempted.complete()
+    }
+
+    /// Runs on a Dispatch thread: civetweb connects, sends the upgrade and waits for 101, then starts its thread.
+    private func connectBlocking(to target: WebSocketClientTarget, caFile: String?) -> Result<Void, WebSocketError> {
+        CivetwebLibrary.ensureInitialized()
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        var errorText = [CChar](repeating: 0, count: 256)
+        let onData: mg_websocket_data_handler = { connection, bits, payload, length, data in
+            WebSocketClientCallbacks.data(connection, bits, payload, length, data)
+        }
+        let onClose: mg_websocket_close_handler = { connection, data in
+            WebSocketClientCallbacks.closed(connection, data)
+        }
+        let pointer: OpaquePointer? = errorText.withUnsafeMutableBufferPointer { errors in
+            target.host.withCString { host in
+                target.path.withCString { path in
+                    Self.withOptionalCString(target.originArgument) { origin in
+                        guard target.isSecure else {
+                            return mg_connect_websocket_client(host, Int32(target.port), 0, errors.baseAddress,
+                                                               errors.count, path, origin, onData, onClose, retained)
+                        }
+                        return Self.withOptionalCString(caFile) { ca in
+                            var options = mg_client_options(host: host, port: Int32(target.port), client_cert: nil,
+                                                            server_cert: ca, host_name: host)
+                            return mg_connect_websocket_client_secure(&options, errors.baseAddress, errors.count, path,
+                                                                      origin, onData, onClose, retained)
+                        }
+                    }
+                }
+            }
+        }
+        guard let pointer else {
+            Unmanaged<WebSocketClientCore>.fromOpaque(retained).release()
+            fail()
+            let message = String(decoding: errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return .failure(WebSocketError(.connectFailed, "\(target.host):\(target.port): \(message)"))
+        }
+        let releaseAtOnce = state.withLock { state -> Bool in
+            state.handle = .connected(CivetwebHandle(pointer: pointer))
+            // Only attach while civetweb's thread runs; once it ended, `connectionEnded` has cleared the channel.
+            if !state.threadEnded { channel.attach(pointer) }
+            guard state.threadEnded && !state.releaseStarted else { return false }
+            state.releaseStarted = true
+            return true
+        }
+        attempted.complete()
+        if releaseAtOnce { DispatchQueue.global().async { self.releaseNow() } }
+        return .success(())
+    }
+
+    /// civetweb's thread is about to exit (from its close handler): end the channel and free the connection.
+    func threadEnded() {
+        let releaseAtOnce = state.withLock { state -> Bool in
+            state.threadEnded = true
+            guard case .connected = state.handle, !state.releaseStarted else { return false }
+            state.releaseStarted = true
+            return true
+        }
+        channel.connectionEnded()
+        // mg_close_connection joins this very thread, so it must run elsewhere.
+        if releaseAtOnce { DispatchQueue.global().async { self.releaseNow() } }
+    }
+
+    /// Closing handshake, then `mg_close_connection`; returns when the connection is gone.
+    func shutdown(code: WebSocketCloseCode, reason: String) async {
+        let connecting = state.withLock { state -> Bool in
+            if case .connecting = state.handle { return true }
+            return false
+        }
+        if connecting { await attempted.wait() }
+        guard isConnected else {
+            if state.withLock({ $0.releaseStarted }) { await released.wait() }
+            return
+        }
+        await channel.close(code: code, reason: reason)
+        _ = await channel.ended.wait(timeout: configuration.closeTimeout)
+        let startRelease = state.withLock { state -> Bool in
+            guard case .connected = state.handle, !state.releaseStarted else { return false }
+            state.releaseStarted = true
+            return true
+        }
+        if startRelease {
+            await CivetwebLibrary.offloaded { self.releaseNow() }
+        } else {
+            await released.wait()
+        }
+    }
+
+    /// The public object went away: close with 1001 in the background.
+    func abandon() {
+        let active = state.withLock { state -> Bool in
+            switch state.handle {
+            case .connecting, .connected: true
+            case .idle, .failed, .released: false
+            }
+        }
+        guard active else { return }
+        Task { await self.shutdown(code: .goingAway, reason: "client released") }
+    }
+
+    /// Sets civetweb's stop flag, joins its thread, closes the socket and frees the connection.
+    private func releaseNow() {
+        let handle = state.withLock { state -> CivetwebHandle? in
+            guard case .connected(let handle) = state.handle else { return nil }
+            state.handle = .released
+            return handle
+        }
+        guard let handle else { return }
+        mg_close_connection(handle.pointer)
+        Unmanaged.passUnretained(self).release()
+        released.complete()
+    }
+
+    private static func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
+        guard let text else { return body(nil) }
+        return text.withCString { body($0) }
+    }
+}
+
+/// The C entry points civetweb's client thread calls; static members of a nonisolated type, context via `Unmanaged`.
+enum WebSocketClientCallbacks {
+    /// `mg_websocket_data_handler`: one frame from the server; 1 keeps reading, 0 ends the connection.
+    static func data(_ connection: OpaquePointer?, _ bits: Int32, _ payload: UnsafeMutablePointer<CChar>?,
+                     _ length: Int, _ data: UnsafeMutableRawPointer?) -> Int32 {
+        guard let connection, let data else { return 0 }
+        let core = Unmanaged<WebSocketClientCore>.fromOpaque(data).takeUnretainedValue()
+        return core.channel.frameReceived(on: connection, bits: bits, payload: payload, length: length) ? 1 : 0
+    }
+
+    /// `mg_websocket_close_handler`: the read loop ended.
+    static func closed(_ connection: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
+        guard let data else { return }
+        Unmanaged<WebSocketClientCore>.fromOpaque(data).takeUnretainedValue().threadEnded()
+    }
+}
