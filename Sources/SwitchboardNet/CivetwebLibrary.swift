@@ -11,7 +11,8 @@ enum CivetwebLibrary {
         return UInt32(mg_init_library(wanted))
     }()
 
-    /// Whether TLS (civetweb loads `libssl.so` at run time) is usable.
+    /// Whether TLS is usable. civetweb loads `libssl.so` at run time and needs every symbol it knows; Debian 12's
+    /// civetweb 1.15 asks for `SSL_get_peer_certificate`, which OpenSSL 3 no longer exports, so this is `false` there.
     static var supportsTLS: Bool { features & UInt32(MG_FEATURES_TLS) != 0 }
 
     /// Makes sure `mg_init_library` has run before any other civetweb call.

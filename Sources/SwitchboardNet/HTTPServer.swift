@@ -23,7 +23,8 @@ public final class HTTPServer: Sendable {
         public var maxRequestBodySize = 1 << 20
         /// How long a client may take to send a request head or body (`request_timeout_ms`); a stalled one gets 400.
         public var requestTimeout: Duration = .seconds(10)
-        /// Whether connections are kept open between requests (`enable_keep_alive`).
+        /// Whether connections are kept open between requests (`enable_keep_alive`). An idle kept-alive connection
+        /// holds a worker thread until `keepAliveTimeout`; with more concurrent clients than workers, turn it off.
         public var keepAlive = true
         /// How long an idle kept-alive connection waits for the next request (`keep_alive_timeout_ms`).
         public var keepAliveTimeout: Duration = .milliseconds(500)
@@ -32,6 +33,10 @@ public final class HTTPServer: Sendable {
         public var webSocketPingInterval: Duration = .seconds(20)
         /// The largest WebSocket message accepted after reassembly; bigger ones close the connection with 1009.
         public var maxWebSocketMessageSize = 16 << 20
+        /// How long a handler may take to return its response before the client gets 503 (`nil`: no limit).
+        /// The handler's task is cancelled then. Each waiting request holds a worker thread, so a limit keeps
+        /// stuck handlers from exhausting the pool.
+        public var handlerTimeout: Duration?
         /// How long `stop()` and `WebSocketConnection.close` wait for the peer's close frame.
         public var closeHandshakeTimeout: Duration = .seconds(2)
         /// Receives civetweb's error log lines (nothing is printed otherwise).

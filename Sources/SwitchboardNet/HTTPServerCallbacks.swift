@@ -52,9 +52,11 @@ enum HTTPServerCallbacks {
 
     /// `http_error`: civetweb's own error answers (malformed request, header too large, stalled client). Its default
     /// page echoes the client's HTTP version into the status line, which breaks on garbage such as
-    /// `THIS IS NOT HTTP`, so we write a clean `HTTP/1.1` response and close. 0 means "handled".
+    /// `THIS IS NOT HTTP`, so we write a clean `HTTP/1.1` response and close. civetweb answers an unparsable
+    /// `Content-Length` with 411; RFC 9112 §6.3 says 400, which is what we send. 0 means "handled".
     static func httpError(_ connection: OpaquePointer?, _ status: Int32, _ message: UnsafePointer<CChar>?) -> Int32 {
         guard let connection else { return 1 }
+        let status = status == 411 ? 400 : status
         let detail = message.map { String(cString: $0) } ?? ""
         let text = detail.isEmpty ? "error \(status)\n" : detail + "\n"
         HTTPServerWire(connection: connection).respond(status: Int(status), text: text, keepAlive: false)

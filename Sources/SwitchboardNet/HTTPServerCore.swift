@@ -5,7 +5,7 @@ import Synchronization
 /// The server's shared state, handed to civetweb as callback data (retained while civetweb runs).
 final class HTTPServerCore: Sendable {
     private enum Phase {
-        case idle, running, stopping, stopped
+        case idle, starting, running, stopping, stopped
     }
 
     private struct State {
@@ -16,6 +16,8 @@ final class HTTPServerCore: Sendable {
         var webSocketRoutes = HTTPServerRouter<HTTPServer.WebSocketHandler>()
         var exchanges: [ObjectIdentifier: HTTPServerExchange] = [:]
         var connections: [ObjectIdentifier: WebSocketConnection] = [:]
+        /// Upgrades accepted whose handshake has not reached the ready handler yet.
+        var upgrading = 0
     }
 
     /// An empty sub-protocol list, so civetweb refuses every offered sub-protocol instead of echoing one back.
@@ -50,7 +52,7 @@ final class HTTPServerCore: Sendable {
         CivetwebLibrary.ensureInitialized()
         try state.withLock { state in
             guard state.phase == .idle else { throw HTTPServerError(.alreadyStarted, "a server starts once") }
-            state.phase = .running
+            state.phase = .starting
         }
         let settings = configuration
         let options = CivetwebOptions([
@@ -61,6 +63,9 @@ final class HTTPServerCore: Sendable {
             ("keep_alive_timeout_ms", "\(CivetwebLibrary.milliseconds(settings.keepAliveTimeout))"),
             ("websocket_timeout_ms", "\(CivetwebLibrary.milliseconds(settings.webSocketPingInterval))"),
             ("enable_websocket_ping_pong", "yes"),
+            // Heads, chunks and frames go out in several small writes; without this, Nagle's algorithm and the
+            // peer's delayed ACK add ~40 ms to many of them.
+            ("tcp_nodelay", "1"),
         ])
         var callbacks = mg_callbacks()
         callbacks.log_message = { connection, message in HTTPServerCallbacks.logMessage(connection, message) }
@@ -105,17 +110,20 @@ final class HTTPServerCore: Sendable {
         state.withLock { state in
             state.context = CivetwebHandle(pointer: context)
             state.port = port
+            state.phase = .running
         }
         return port
     }
 
     func stop() async {
-        let claimed = state.withLock { state -> (CivetwebHandle?, [HTTPServerExchange], [WebSocketConnection])? in
+        // `start()` runs synchronously on another thread; let it finish first.
+        while state.withLock({ $0.phase == .starting }) { try? await Task.sleep(for: .milliseconds(1)) }
+        let claimed = state.withLock { state -> (CivetwebHandle?, [HTTPServerExchange])? in
             guard state.phase == .running else { return nil }
             state.phase = .stopping
-            return (state.context, Array(state.exchanges.values), Array(state.connections.values))
+            return (state.context, Array(state.exchanges.values))
         }
-        guard let (context, exchanges, connections) = claimed else {
+        guard let (context, exchanges) = claimed else {
             let neverStarted = state.withLock { state -> Bool in
                 guard state.phase == .idle else { return false }
                 state.phase = .stopped
@@ -127,13 +135,18 @@ final class HTTPServerCore: Sendable {
         }
         // Workers answer aborted requests and end streams before civetweb's stop flag silences all writes.
         for exchange in exchanges { exchange.abort() }
+        let deadline = ContinuousClock.now + configuration.closeHandshakeTimeout
+        // Upgrades already past the connect handler become connections in a moment; wait for them too.
+        while state.withLock({ $0.upgrading > 0 }) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let connections = state.withLock { Array($0.connections.values) }
         // Start every closing handshake, then give the peers and the workers one shared deadline.
         await withTaskGroup(of: Void.self) { group in
             for connection in connections {
                 group.addTask { await connection.channel.close(code: .goingAway, reason: "server stopping") }
             }
         }
-        let deadline = ContinuousClock.now + configuration.closeHandshakeTimeout
         let pending = exchanges.map(\.finished) + connections.map(\.channel.ended)
         for completion in pending {
             let remaining = deadline - ContinuousClock.now
@@ -262,9 +275,12 @@ final class HTTPServerCore: Sendable {
                        keepAlive: Bool) -> Int32 {
         let isHead = head.method == .head
         let response: HTTPServerResponse
-        switch exchange.next(timeout: nil) {
+        switch exchange.next(timeout: configuration.handlerTimeout) {
         case .response(let answered):
             response = answered
+        case .timedOut:
+            return wire.respond(status: 503, text: "the handler did not answer in time\n", keepAlive: false,
+                                isHead: isHead)
         default:
             return wire.respond(status: 503, text: "server stopping\n", keepAlive: false, isHead: isHead)
         }
@@ -309,6 +325,10 @@ final class HTTPServerCore: Sendable {
             case .end, .aborted, .response:
                 if chunked { wire.endChunks() }
                 return Int32(status)
+            case .failed:
+                // No terminating chunk: the client sees a truncated body, not a complete one.
+                wire.disableKeepAlive()
+                return Int32(status)
             }
         }
     }
@@ -319,16 +339,18 @@ final class HTTPServerCore: Sendable {
     func acceptWebSocket(_ connection: OpaquePointer) -> Bool {
         let wire = HTTPServerWire(connection: connection)
         guard let head = wire.requestHead() else { return false }
-        let (phase, match) = state.withLock { ($0.phase, $0.webSocketRoutes.match(method: nil, path: head.path)) }
-        guard phase == .running else {
-            wire.respond(status: 503, text: "server stopping\n", keepAlive: false)
-            return false
+        let verdict = state.withLock { state -> Int in
+            guard state.phase == .running else { return 503 }
+            guard case .matched = state.webSocketRoutes.match(method: nil, path: head.path) else { return 404 }
+            state.upgrading += 1
+            return 101
         }
-        guard case .matched = match else {
-            wire.respond(status: 404, text: "no WebSocket endpoint here\n", keepAlive: false)
-            return false
+        switch verdict {
+        case 503: wire.respond(status: 503, text: "server stopping\n", keepAlive: false)
+        case 404: wire.respond(status: 404, text: "no WebSocket endpoint here\n", keepAlive: false)
+        default: return true
         }
-        return true
+        return false
     }
 
     /// The handshake is done: makes the connection object and starts the handler task.
@@ -342,14 +364,16 @@ final class HTTPServerCore: Sendable {
         channel.attach(connection)
         mg_set_user_connection_data(connection, Unmanaged.passRetained(socket).toOpaque())
         let handler = state.withLock { state -> HTTPServer.WebSocketHandler? in
+            state.upgrading -= 1
+            state.connections[ObjectIdentifier(socket)] = socket
             guard state.phase == .running,
                   case .matched(let handler) = state.webSocketRoutes.match(method: nil, path: request.path) else {
                 return nil
             }
-            state.connections[ObjectIdentifier(socket)] = socket
             return handler
         }
         guard let handler else {
+            // The server began stopping during the handshake; `stop()` waits for this close to finish.
             channel.closeNow(on: connection, code: .goingAway, reason: "server stopping")
             return
         }

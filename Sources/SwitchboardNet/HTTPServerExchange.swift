@@ -16,6 +16,8 @@ final class HTTPServerExchange: Sendable {
         case chunk(Data, CheckedContinuation<Bool, Never>)
         /// The streamed body is complete.
         case end
+        /// The `.writer` body threw: end the response so the client sees it truncated.
+        case failed
         /// The server is stopping: finish up now.
         case aborted
         /// `next(timeout:)` waited the whole timeout.
@@ -60,7 +62,12 @@ final class HTTPServerExchange: Sendable {
                 guard await write(chunk) else { break }
             }
         case .writer(let body):
-            try? await body(HTTPServerResponseWriter(exchange: self))
+            do {
+                try await body(HTTPServerResponseWriter(exchange: self))
+            } catch {
+                post(.failed)
+                return
+            }
         }
         post(.end)
     }

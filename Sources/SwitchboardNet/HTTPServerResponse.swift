@@ -9,7 +9,8 @@ public struct HTTPServerResponse: Sendable {
         /// A body sent chunk by chunk (`Transfer-Encoding: chunked`) as the stream yields; ends when the stream
         /// finishes. If the client goes away, iteration stops, so the stream's `onTermination` runs.
         case stream(AsyncStream<Data>)
-        /// A body written by a closure, chunk by chunk; `write` throws once the client has gone.
+        /// A body written by a closure, chunk by chunk; `write` throws once the client has gone. If the closure
+        /// throws, the connection closes without the final chunk, so the client sees a truncated body.
         case writer(@Sendable (HTTPServerResponseWriter) async throws -> Void)
     }
 

@@ -5,10 +5,10 @@ import Synchronization
 /// One WebSocket connection's shared machinery, used by both `WebSocketConnection` (server) and `WebSocketClient`.
 ///
 /// civetweb's thread calls `frameReceived` and `connectionEnded`; Swift tasks call `send`, `close` and `ping`.
-/// The protocol rules live in `WebSocketStateMachine`. Frames civetweb's thread must answer (pong, close echo,
-/// a failure's close frame) are written on that thread with its own connection pointer; frames from Swift are
-/// written on a Dispatch thread while holding `connection`, which `connectionEnded` clears, so no write can reach
-/// a connection civetweb has recycled or freed.
+/// The protocol rules live in `WebSocketStateMachine`, framing in `WebSocketFrameEncoder`. Frames civetweb's
+/// thread must answer (pong, close echo, a failure's close frame) are written on that thread with its own
+/// connection pointer; frames from Swift are written on a Dispatch thread while holding `connection`, which
+/// `connectionEnded` clears, so no write can reach a connection civetweb has recycled or freed.
 final class WebSocketChannel: Sendable {
     /// Which side of the connection we are (clients mask their frames).
     enum Role: Sendable {
@@ -154,14 +154,10 @@ final class WebSocketChannel: Sendable {
     }
 
     private func write(_ frame: WebSocketOutgoingFrame, on pointer: OpaquePointer) -> Bool {
-        let opcode = Int32(frame.opcode)
-        let result = frame.payload.withUnsafeBytes { raw -> Int32 in
-            let bytes = raw.baseAddress?.assumingMemoryBound(to: CChar.self)
-            switch role {
-            case .server: return mg_websocket_write(pointer, opcode, bytes, raw.count)
-            case .client: return mg_websocket_client_write(pointer, opcode, bytes, raw.count)
-            }
-        }
-        return result > 0
+        let bytes = WebSocketFrameEncoder.encode(frame, maskingKey: role == .client ? UInt32.random(in: 1...UInt32.max) : nil)
+        // The same per-connection lock civetweb's own WebSocket writers take, so frames never interleave.
+        mg_lock_connection(pointer)
+        defer { mg_unlock_connection(pointer) }
+        return bytes.withUnsafeBytes { mg_write(pointer, $0.baseAddress, $0.count) } == bytes.count
     }
 }

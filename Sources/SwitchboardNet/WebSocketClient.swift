@@ -25,6 +25,9 @@ public final class WebSocketClient: Sendable {
         public init() {}
     }
 
+    /// Whether `wss://` can work here: civetweb could initialise TLS (it cannot with OpenSSL 3, see `connect`).
+    public static var isTLSAvailable: Bool { CivetwebLibrary.supportsTLS }
+
     /// The settings the client was made with.
     public let configuration: Configuration
     private let core: WebSocketClientCore
@@ -46,6 +49,9 @@ public final class WebSocketClient: Sendable {
     public var isOpen: Bool { core.isConnected && core.channel.isOpen }
 
     /// Connects and completes the opening handshake; extra `headers` are sent with the upgrade request.
+    ///
+    /// `wss://` needs `trustedCertificatesFile` and a civetweb that can load the installed OpenSSL
+    /// (`isTLSAvailable`); otherwise it throws `.unsupported`.
     public func connect(url: URL, headers: HTTPHeaders = HTTPHeaders()) async throws {
         let target = try WebSocketClientTarget(url: url, headers: headers)
         try await core.connect(to: target)
@@ -138,7 +144,10 @@ final class WebSocketClientCore: Sendable {
             }
             guard CivetwebLibrary.supportsTLS else {
                 fail()
-                throw WebSocketError(.unsupported, "civetweb could not load libssl, so wss:// is unavailable")
+                throw WebSocketError(.unsupported, """
+                    civetweb could not initialise TLS, so wss:// is unavailable (civetweb 1.15 looks up \
+                    SSL_get_peer_certificate, which OpenSSL 3 no longer exports)
+                    """)
             }
         }
         let caFile = configuration.trustedCertificatesFile
@@ -146,8 +155,10 @@ final class WebSocketClientCore: Sendable {
         try result.get()
     }
 
+    /// The connection attempt failed: the frames stream ends (with a 1006 close) so no reader waits forever.
     private func fail() {
         state.withLock { $0.handle = .failed }
+        channel.connectionEnded()
         attempted.complete()
     }
 

@@ -21,6 +21,40 @@ struct WebSocketOutgoingFrame: Hashable, Sendable {
     }
 }
 
+/// Turns a frame into wire bytes (RFC 6455 §5.2): FIN set, 7/16/64-bit length, optional mask.
+///
+/// We frame ourselves instead of calling `mg_websocket_write` / `mg_websocket_client_write`, which send the header
+/// and the payload in two `send` calls; on the client side (where civetweb never sets `TCP_NODELAY`) that costs a
+/// Nagle/delayed-ACK stall of about 40 ms per frame. One buffer, one `mg_write`.
+enum WebSocketFrameEncoder {
+    /// The frame's bytes; `maskingKey` (clients must mask) is applied to the payload.
+    static func encode(_ frame: WebSocketOutgoingFrame, maskingKey: UInt32?) -> Data {
+        let count = frame.payload.count
+        var bytes: [UInt8] = [0x80 | (frame.opcode & 0x0F)]
+        bytes.reserveCapacity(count + 14)
+        let maskBit: UInt8 = maskingKey == nil ? 0 : 0x80
+        if count < 126 {
+            bytes.append(maskBit | UInt8(count))
+        } else if count <= 0xFFFF {
+            bytes.append(maskBit | 126)
+            bytes.append(contentsOf: [UInt8(count >> 8), UInt8(count & 0xFF)])
+        } else {
+            bytes.append(maskBit | 127)
+            bytes.append(contentsOf: (0..<8).reversed().map { UInt8(truncatingIfNeeded: UInt64(count) >> ($0 * 8)) })
+        }
+        guard let maskingKey else {
+            bytes.append(contentsOf: frame.payload)
+            return Data(bytes)
+        }
+        let mask = (0..<4).reversed().map { UInt8(truncatingIfNeeded: maskingKey >> ($0 * 8)) }
+        bytes.append(contentsOf: mask)
+        let start = bytes.count
+        bytes.append(contentsOf: frame.payload)
+        for index in 0..<count { bytes[start + index] ^= mask[index & 3] }
+        return Data(bytes)
+    }
+}
+
 /// Encoding and decoding of close-frame payloads: a big-endian code and a UTF-8 reason.
 enum WebSocketClosePayload {
     /// The problem found in a received close payload.
