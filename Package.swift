@@ -36,7 +36,7 @@ let package = Package(
                           dependencies: ["SwitchboardCore", "SwitchboardStore", "SwitchboardEngine",
                                          "SwitchboardConformance", "MemoryAdapter", "MemoryConformance"],
                           path: "Sources/switchboard"),
-        .testTarget(name: "SwitchboardNetTests", dependencies: ["SwitchboardNet"], path: "Tests/SwitchboardNetTests",
+        .testTarget(name: "SwitchboardNetTests", dependencies: ["SwitchboardNet", "SwitchboardCore"], path: "Tests/SwitchboardNetTests",
                     exclude: ["Fixtures"]),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardEngine"],
                     path: "Tests/SwitchboardCoreTests"),

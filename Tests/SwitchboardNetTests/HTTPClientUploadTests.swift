@@ -52,10 +52,5 @@ extension HTTPClientTests {
                 #expect(reports.withLock { $0 } == [1.0])
             }
         }
-
-        @Test("sha256Hex matches a known vector")
-        func digestVector() {
-            #expect(sha256Hex(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        }
     }
 }
