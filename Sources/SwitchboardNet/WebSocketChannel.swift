@@ -2,6 +2,12 @@ import CCivetweb
 import Foundation
 import Synchronization
 
+/// A transport other than civetweb that carries a connection's bytes (the `wss://` client's TLS session).
+protocol WebSocketByteSink: Sendable {
+    /// Writes one encoded frame in full; `false` when the connection can no longer be written to.
+    func write(_ bytes: Data) -> Bool
+}
+
 /// One WebSocket connection's shared machinery, used by both `WebSocketConnection` (server) and `WebSocketClient`.
 ///
 /// civetweb's thread calls `frameReceived` and `connectionEnded`; Swift tasks call `send`, `close` and `ping`.
@@ -34,6 +40,7 @@ final class WebSocketChannel: Sendable {
     private let continuation: AsyncStream<WebSocketFrame>.Continuation
     private let machine: Mutex<WebSocketStateMachine>
     private let connection = Mutex<CivetwebHandle?>(nil)
+    private let sink = Mutex<(any WebSocketByteSink)?>(nil)
     private let pings = Mutex(Pings())
 
     init(role: Role, maxMessageSize: Int) {
@@ -48,6 +55,32 @@ final class WebSocketChannel: Sendable {
     /// Records the civetweb connection that Swift-side writes go to.
     func attach(_ pointer: OpaquePointer) {
         connection.withLock { $0 = CivetwebHandle(pointer: pointer) }
+    }
+
+    /// Records the non-civetweb transport that all writes go to (instead of `attach(_:)`).
+    func attach(sink newSink: any WebSocketByteSink) {
+        sink.withLock { $0 = newSink }
+    }
+
+    // MARK: A read loop of our own (the TLS client's thread)
+
+    /// One frame from our own read loop; replies go through the attached sink. Returns whether to keep reading.
+    func frameReceived(bits: UInt8, payload: Data) -> Bool {
+        let reaction = machine.withLock { $0.frameReceived(bits: bits, payload: payload) }
+        if let reply = reaction.reply { _ = writeToSink(reply) }
+        for frame in reaction.deliver { continuation.yield(frame) }
+        if let pong = reaction.pong { pongReceived(pong) }
+        return reaction.keepReading
+    }
+
+    /// The byte stream could not be framed: send a close frame with `code` if still open (the stream then ends with 1006).
+    func failFromReader(code: WebSocketCloseCode, reason: String) {
+        if let frame = machine.withLock({ $0.closeRequested(code: code, reason: reason) }) { _ = writeToSink(frame) }
+    }
+
+    private func writeToSink(_ frame: WebSocketOutgoingFrame) -> Bool {
+        guard let sink = sink.withLock({ $0 }) else { return false }
+        return sink.write(encode(frame))
     }
 
     // MARK: civetweb's thread
@@ -73,6 +106,7 @@ final class WebSocketChannel: Sendable {
     /// civetweb left the read loop: no more writes, the stream ends, pending pings fail.
     func connectionEnded() {
         connection.withLock { $0 = nil }
+        sink.withLock { $0 = nil }
         if let frame = machine.withLock({ $0.connectionEnded() }) { continuation.yield(frame) }
         continuation.finish()
         let waiting = pings.withLock { pings -> [CivetwebCompletion] in
@@ -145,7 +179,8 @@ final class WebSocketChannel: Sendable {
 
     private func write(_ frame: WebSocketOutgoingFrame) async throws {
         let written = await CivetwebLibrary.offloaded { [self] in
-            connection.withLock { handle -> Bool in
+            if sink.withLock({ $0 != nil }) { return writeToSink(frame) }
+            return connection.withLock { handle -> Bool in
                 guard let handle else { return false }
                 return write(frame, on: handle.pointer)
             }
@@ -154,10 +189,15 @@ final class WebSocketChannel: Sendable {
     }
 
     private func write(_ frame: WebSocketOutgoingFrame, on pointer: OpaquePointer) -> Bool {
-        let bytes = WebSocketFrameEncoder.encode(frame, maskingKey: role == .client ? UInt32.random(in: 1...UInt32.max) : nil)
+        let bytes = encode(frame)
         // The same per-connection lock civetweb's own WebSocket writers take, so frames never interleave.
         mg_lock_connection(pointer)
         defer { mg_unlock_connection(pointer) }
         return bytes.withUnsafeBytes { mg_write(pointer, $0.baseAddress, $0.count) } == bytes.count
+    }
+
+    /// Wire bytes for `frame`; a client masks with a fresh random key per frame.
+    private func encode(_ frame: WebSocketOutgoingFrame) -> Data {
+        WebSocketFrameEncoder.encode(frame, maskingKey: role == .client ? UInt32.random(in: 1...UInt32.max) : nil)
     }
 }

@@ -2,9 +2,10 @@ import CCivetweb
 import Foundation
 import Synchronization
 
-/// A WebSocket client on civetweb's `mg_connect_websocket_client`: one object, one connection.
+/// A WebSocket client: one object, one connection. `ws://` runs on civetweb's `mg_connect_websocket_client`,
+/// `wss://` on our own OpenSSL transport (`WebSocketTLSTransport`) with the same frames and closing handshake.
 ///
-/// civetweb reads each client connection on a thread of its own; `close` (or the peer closing) ends it and
+/// civetweb (or, for `wss://`, our reader thread) reads each client connection on a thread of its own; `close` (or the peer closing) ends it and
 /// `close` returns only after that thread has been joined and the socket closed (`mg_close_connection`). Pings
 /// from the server are answered automatically. Drop the object without `close` and it closes with 1001 in the
 /// background.
@@ -17,16 +18,15 @@ public final class WebSocketClient: Sendable {
         public var closeTimeout: Duration = .seconds(5)
         /// How long `ping` waits for the pong.
         public var pingTimeout: Duration = .seconds(10)
-        /// A PEM file of CA certificates that `wss://` servers must chain to (required for `wss://`). civetweb 1.15
-        /// verifies the chain only against this file and does not check the certificate's host name.
+        /// A PEM file of CA certificates that `wss://` servers must chain to instead of the system's default CAs.
         public var trustedCertificatesFile: String?
 
         /// The defaults.
         public init() {}
     }
 
-    /// Whether `wss://` can work here: civetweb could initialise TLS (it cannot with OpenSSL 3, see `connect`).
-    public static var isTLSAvailable: Bool { CivetwebLibrary.supportsTLS }
+    /// Whether `wss://` can work here: always, since it runs over our own OpenSSL transport rather than civetweb's.
+    public static var isTLSAvailable: Bool { true }
 
     /// The settings the client was made with.
     public let configuration: Configuration
@@ -50,8 +50,8 @@ public final class WebSocketClient: Sendable {
 
     /// Connects and completes the opening handshake; extra `headers` are sent with the upgrade request.
     ///
-    /// `wss://` needs `trustedCertificatesFile` and a civetweb that can load the installed OpenSSL
-    /// (`isTLSAvailable`); otherwise it throws `.unsupported`.
+    /// `wss://` verifies the server's certificate chain (system CAs or `trustedCertificatesFile`) and host name,
+    /// with TLS 1.2 or newer; any failure throws `.connectFailed`.
     public func connect(url: URL, headers: HTTPHeaders = HTTPHeaders()) async throws {
         let target = try WebSocketClientTarget(url: url, headers: headers)
         try await core.connect(to: target)
@@ -75,7 +75,7 @@ public final class WebSocketClient: Sendable {
         try await core.channel.ping(payload: payload, timeout: configuration.pingTimeout)
     }
 
-    /// Runs the closing handshake and releases the connection; returns once civetweb's thread has exited.
+    /// Runs the closing handshake and releases the connection; returns once the reading thread has been joined.
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
         await core.shutdown(code: code, reason: reason)
     }
@@ -86,6 +86,7 @@ final class WebSocketClientCore: Sendable {
     private enum Handle {
         case idle, connecting, failed, released
         case connected(CivetwebHandle)
+        case secure(WebSocketTLSTransport)
     }
 
     private struct State {
@@ -107,15 +108,17 @@ final class WebSocketClientCore: Sendable {
 
     var isConnected: Bool {
         state.withLock { state in
-            if case .connected = state.handle { return true }
-            return false
+            switch state.handle {
+            case .connected, .secure: true
+            case .idle, .connecting, .failed, .released: false
+            }
         }
     }
 
     func requireConnected() throws {
         let connected = state.withLock { state -> Bool? in
             switch state.handle {
-            case .connected: true
+            case .connected, .secure: true
             case .idle, .connecting, .failed: nil
             case .released: false
             }
@@ -135,24 +138,34 @@ final class WebSocketClientCore: Sendable {
             state.handle = .connecting
         }
         if target.isSecure {
-            guard configuration.trustedCertificatesFile != nil else {
-                fail()
-                throw WebSocketError(.unsupported, """
-                    wss:// needs Configuration.trustedCertificatesFile: civetweb 1.15 otherwise skips \
-                    certificate verification entirely
-                    """)
-            }
-            guard CivetwebLibrary.supportsTLS else {
-                fail()
-                throw WebSocketError(.unsupported, """
-                    civetweb could not initialise TLS, so wss:// is unavailable (civetweb 1.15 looks up \
-                    SSL_get_peer_certificate, which OpenSSL 3 no longer exports)
-                    """)
-            }
+            try await connectSecure(to: target)
+            return
         }
         let caFile = configuration.trustedCertificatesFile
         let result = await CivetwebLibrary.offloaded { self.connectBlocking(to: target, caFile: caFile) }
         try result.get()
+    }
+
+    /// `wss://`: our own TCP + OpenSSL transport (civetweb 1.15's TLS client cannot load OpenSSL 3).
+    private func connectSecure(to target: WebSocketClientTarget) async throws {
+        let caFile = configuration.trustedCertificatesFile
+        let result = await CivetwebLibrary.offloaded { () -> Result<WebSocketTLSTransport, WebSocketError> in
+            do throws(WebSocketError) {
+                return .success(try WebSocketTLSTransport.open(target: target, trustedCertificatesFile: caFile))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .failure(let error):
+            fail()
+            throw error
+        case .success(let transport):
+            state.withLock { $0.handle = .secure(transport) }
+            channel.attach(sink: transport)
+            transport.startReading(channel: channel, maxMessageSize: configuration.maxMessageSize)
+            attempted.complete()
+        }
     }
 
     /// The connection attempt failed: the frames stream ends (with a 1006 close) so no reader waits forever.
@@ -237,7 +250,11 @@ final class WebSocketClientCore: Sendable {
         await channel.close(code: code, reason: reason)
         _ = await channel.ended.wait(timeout: configuration.closeTimeout)
         let startRelease = state.withLock { state -> Bool in
-            guard case .connected = state.handle, !state.releaseStarted else { return false }
+            switch state.handle {
+            case .connected, .secure: break
+            case .idle, .connecting, .failed, .released: return false
+            }
+            guard !state.releaseStarted else { return false }
             state.releaseStarted = true
             return true
         }
@@ -252,7 +269,7 @@ final class WebSocketClientCore: Sendable {
     func abandon() {
         let active = state.withLock { state -> Bool in
             switch state.handle {
-            case .connecting, .connected: true
+            case .connecting, .connected, .secure: true
             case .idle, .failed, .released: false
             }
         }
@@ -260,16 +277,26 @@ final class WebSocketClientCore: Sendable {
         Task { await self.shutdown(code: .goingAway, reason: "client released") }
     }
 
-    /// Sets civetweb's stop flag, joins its thread, closes the socket and frees the connection.
+    /// Joins the reading thread (civetweb's, or ours for `wss://`), closes the socket and frees the connection.
     private func releaseNow() {
-        let handle = state.withLock { state -> CivetwebHandle? in
-            guard case .connected(let handle) = state.handle else { return nil }
-            state.handle = .released
-            return handle
+        let handle = state.withLock { state -> Handle? in
+            switch state.handle {
+            case .connected, .secure:
+                defer { state.handle = .released }
+                return state.handle
+            case .idle, .connecting, .failed, .released:
+                return nil
+            }
         }
-        guard let handle else { return }
-        mg_close_connection(handle.pointer)
-        Unmanaged.passUnretained(self).release()
+        switch handle {
+        case .connected(let civetweb)?:
+            mg_close_connection(civetweb.pointer)
+            Unmanaged.passUnretained(self).release()
+        case .secure(let transport)?:
+            transport.release()
+        case .idle?, .connecting?, .failed?, .released?, nil:
+            return
+        }
         released.complete()
     }
 

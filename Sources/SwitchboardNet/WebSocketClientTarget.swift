@@ -1,6 +1,6 @@
 import Foundation
 
-/// A `ws://` or `wss://` URL and extra header fields, turned into the arguments civetweb's client takes.
+/// A `ws://` or `wss://` URL and extra header fields, checked and turned into what a handshake sends (civetweb for ws, our TLS transport for wss).
 ///
 /// `mg_connect_websocket_client` accepts no header list, only an `Origin` value that it prints as the request's
 /// last line. Extra fields therefore ride after the origin (`Origin: <origin>\r\nName: value`); when fields are
@@ -18,7 +18,7 @@ struct WebSocketClientTarget: Hashable, Sendable {
     /// What to pass as civetweb's `origin` argument (`nil`: no `Origin` line at all).
     var originArgument: String?
 
-    /// Fields civetweb writes itself (a second copy would confuse servers).
+    /// Fields the handshake writes itself (a second copy would confuse servers).
     static let reservedFields: Set<String> = [
         "host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions",
     ]
@@ -52,7 +52,7 @@ struct WebSocketClientTarget: Hashable, Sendable {
                 throw WebSocketError(.invalidHeader, "header \(field.name.debugDescription) has a forbidden character")
             }
             guard !Self.reservedFields.contains(name) else {
-                throw WebSocketError(.invalidHeader, "header \(field.name) is written by civetweb itself")
+                throw WebSocketError(.invalidHeader, "header \(field.name) is written by the WebSocket handshake itself")
             }
             if name == "origin" {
                 origin = field.value

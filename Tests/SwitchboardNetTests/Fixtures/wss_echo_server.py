@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""WebSocket-over-TLS echo server for the SwitchboardNet wss:// client tests (the real `websockets` package).
+
+Usage: wss_echo_server.py CERTFILE KEYFILE
+Binds 127.0.0.1 on a free port and prints `listening on wss://127.0.0.1:PORT`. For every connection it:
+  - echoes text and binary messages (fragmented as `frag:<text>` → the text in three fragments);
+  - on text `close:<code>:<reason>`, closes with that code and reason;
+  - on text `ping-me`, pings the client, waits for its pong, then sends text `pong-received`;
+  - on text `request`, sends a JSON object with the upgrade request's path and headers;
+and when the connection is over prints `closed code=<code> reason=<reason>` (the close frame the client sent,
+1006 when there was none). Exits when stdin reaches end of file or on SIGTERM.
+"""
+import asyncio
+import json
+import os
+import signal
+import ssl
+import sys
+
+from websockets.asyncio.server import serve
+
+
+async def handler(ws):
+    try:
+        async for message in ws:
+            if isinstance(message, str) and message.startswith("close:"):
+                _, code, reason = message.split(":", 2)
+                await ws.close(int(code), reason)
+                break
+            if message == "ping-me":
+                pong = await ws.ping(b"from-python")
+                await asyncio.wait_for(pong, 5)
+                await ws.send("pong-received")
+                continue
+            if message == "request":
+                headers = {name: value for name, value in ws.request.headers.raw_items()}
+                await ws.send(json.dumps({"path": ws.request.path, "headers": headers}))
+                continue
+            if isinstance(message, str) and message.startswith("frag:"):
+                text = message[len("frag:"):]
+                third = max(1, len(text) // 3)
+                await ws.send([text[:third], text[third:2 * third], text[2 * third:]])
+                continue
+            await ws.send(message)
+    except Exception:
+        pass
+    finally:
+        await ws.wait_closed()
+        code = ws.close_code if ws.close_code is not None else 1006
+        print(f"closed code={code} reason={ws.close_reason or ''}", flush=True)
+
+
+async def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: wss_echo_server.py CERTFILE KEYFILE")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[1], sys.argv[2])
+
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+
+    def finish():
+        if not stop.done():
+            stop.set_result(None)
+
+    def stdin_readable():
+        if not os.read(0, 4096):
+            loop.remove_reader(0)
+            finish()
+
+    loop.add_signal_handler(signal.SIGTERM, finish)
+    loop.add_reader(0, stdin_readable)
+    async with serve(handler, "127.0.0.1", 0, ssl=context) as server:
+        port = server.sockets[0].getsockname()[1]
+        print(f"listening on wss://127.0.0.1:{port}", flush=True)
+        await stop
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
