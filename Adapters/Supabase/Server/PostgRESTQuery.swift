@@ -1,0 +1,132 @@
+/// A parsed PostgREST request: target table, filters, projection, ordering, paging and preferences.
+public struct PostgRESTQuery: Sendable, Equatable {
+    /// Target table (from the `/rest/v1/<table>` path).
+    public var table: String
+    /// Selected columns, nil for `*`.
+    public var select: [String]?
+    /// Top-level conditions, combined with AND (each query item is one tree).
+    public var conditions: [PostgRESTLogicTree]
+    /// Ordering terms, in priority order.
+    public var order: [PostgRESTOrder]
+    /// Row limit, nil for none.
+    public var limit: Int?
+    /// Rows to skip.
+    public var offset: Int
+    /// `on_conflict=` columns for upserts, nil when absent.
+    public var onConflict: [String]?
+    /// `columns=` list restricting which payload keys an insert uses, nil when absent.
+    public var insertColumns: [String]?
+    /// Parsed `Prefer` header.
+    public var preferences: PostgRESTPreferences
+
+    /// Creates a query directly.
+    public init(table: String, select: [String]? = nil, conditions: [PostgRESTLogicTree] = [],
+                order: [PostgRESTOrder] = [], limit: Int? = nil, offset: Int = 0, onConflict: [String]? = nil,
+                insertColumns: [String]? = nil, preferences: PostgRESTPreferences = PostgRESTPreferences()) {
+        self.table = table
+        self.select = select
+        self.conditions = conditions
+        self.order = order
+        self.limit = limit
+        self.offset = offset
+        self.onConflict = onConflict
+        self.insertColumns = insertColumns
+        self.preferences = preferences
+    }
+
+    /// Parses a request from its table name, percent-decoded query items (repeats kept) and headers.
+    public static func parse(table: String, queryItems: [(name: String, value: String)],
+                             headers: [(name: String, value: String)] = []) throws -> PostgRESTQuery {
+        var query = PostgRESTQuery(table: table)
+        var limit: Int?
+        var offset: Int?
+        for (name, value) in queryItems {
+            switch name {
+            case "select": query.select = try parseSelect(value)
+            case "order": query.order += try PostgRESTOrder.parseList(value)
+            case "limit": limit = try parseCount(value, parameter: "limit")
+            case "offset": offset = try parseCount(value, parameter: "offset")
+            case "on_conflict": query.onConflict = try parseColumnList(value, parameter: "on_conflict")
+            case "columns": query.insertColumns = try parseColumnList(value, parameter: "columns")
+            case "and", "or", "not.and", "not.or":
+                query.conditions.append(try PostgRESTLogicTree.parse(key: name, value: value))
+            default:
+                query.conditions.append(.filter(try PostgRESTFilter.parse(column: name, value: value)))
+            }
+        }
+        func header(_ key: String) -> [String] {
+            headers.filter { $0.name.lowercased() == key }.map(\.value)
+        }
+        query.preferences = PostgRESTPreferences.parse(headerValues: header("prefer"))
+
+        // Intersect the query-string range with the Range header (PostgREST semantics).
+        var lower = offset ?? 0
+        var upper: Int? = limit.map { lower + $0 - 1 }
+        let unitIsItems = header("range-unit").allSatisfy { $0.trimmingSpaces().lowercased() == "items" }
+        if unitIsItems, let range = header("range").first, let (from, to) = try parseRangeHeader(range) {
+            lower = max(lower, from)
+            if let to { upper = upper.map { min($0, to) } ?? to }
+        }
+        query.offset = lower
+        query.limit = upper.map { max(0, $0 - lower + 1) }
+        return query
+    }
+
+    /// The `Content-Range` header value for a read that returned `rowCount` rows (`0-14/*`, `*/0`, `0-14/57`).
+    public func contentRange(rowCount: Int, total: Int? = nil) -> String {
+        let totalText = total.map(String.init) ?? "*"
+        guard rowCount > 0 else { return "*/" + totalText }
+        return "\(offset)-\(offset + rowCount - 1)/" + totalText
+    }
+
+    /// Every column the query's filters and ordering mention.
+    public var referencedColumns: [String] {
+        (select ?? []) + conditions.flatMap(\.columns) + order.map(\.column) + (onConflict ?? []) + (insertColumns ?? [])
+    }
+
+    private static func parseSelect(_ value: String) throws -> [String]? {
+        let failure = "failed to parse select parameter (\(value))"
+        var columns: [String] = []
+        for raw in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let item = raw.trimmingSpaces()
+            if item.contains("(") || item.contains(")") || item.contains("!") {
+                throw PostgRESTError.parse(failure, details: "resource embedding is not supported by this server")
+            }
+            if item == "*" { return nil }
+            guard !item.isEmpty, !item.contains(":"), !item.contains("->"), !item.contains("\"") else {
+                throw PostgRESTError.parse(failure, details: "only plain column names and '*' are supported")
+            }
+            columns.append(item)
+        }
+        return columns
+    }
+
+    private static func parseColumnList(_ value: String, parameter: String) throws -> [String] {
+        let columns = value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces() }
+        guard !columns.contains(where: \.isEmpty) else {
+            throw PostgRESTError.parse("failed to parse \(parameter) parameter (\(value))", details: "empty column name")
+        }
+        return columns
+    }
+
+    private static func parseCount(_ value: String, parameter: String) throws -> Int {
+        guard let n = Int(value), n >= 0 else {
+            throw PostgRESTError.parse("failed to parse \(parameter) parameter (\(value))",
+                                       details: "expected a non-negative integer")
+        }
+        return n
+    }
+
+    /// Parses `Range: a-b` or `a-`; nil when malformed (ignored, like PostgREST), 416 when a > b.
+    private static func parseRangeHeader(_ value: String) throws -> (Int, Int?)? {
+        let parts = value.trimmingSpaces().split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let from = Int(parts[0]), from >= 0 else { return nil }
+        if parts[1].isEmpty { return (from, nil) }
+        guard let to = Int(parts[1]), to >= 0 else { return nil }
+        guard from <= to else {
+            throw PostgRESTError(status: 416, code: "PGRST103", message: "Requested range not satisfiable",
+                                 details: "The lower boundary must be lower than or equal to the upper boundary in the Range header.")
+        }
+        return (from, to)
+    }
+}

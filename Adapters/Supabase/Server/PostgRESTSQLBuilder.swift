@@ -1,0 +1,218 @@
+/// Turns a parsed `PostgRESTQuery` into parameterised SQL for one table.
+///
+/// Every statement answers one row `(body text, total bigint)` when rows are wanted:
+/// `body` is the JSON array of rows (`coalesce(json_agg(..), '[]')`), `total` is the exact
+/// count for `Prefer: count=exact` on reads (a scalar `count(*)` subquery reusing the same
+/// WHERE text and parameter numbers) and the affected-row count for mutations.
+/// Mutations without `return=representation` are plain statements with no RETURNING
+/// (use the command tag's row count). Identifiers are always double-quoted; every value
+/// is a bound text parameter cast with `$n::<column type>`.
+public struct PostgRESTSQLBuilder: Sendable {
+    /// The table statements are built for.
+    public let table: PostgRESTTableSchema
+
+    /// Creates a builder for `table`.
+    public init(table: PostgRESTTableSchema) {
+        self.table = table
+    }
+
+    /// Quotes an identifier: wrapped in double quotes, embedded quotes doubled.
+    public static func quoteIdentifier(_ name: String) -> String {
+        "\"" + String(name.flatMap { $0 == "\"" ? ["\"", "\""] : [$0] }) + "\""
+    }
+
+    /// `SELECT` with filters, projection, order, limit/offset and optional exact count.
+    public func select(_ query: PostgRESTQuery) throws -> (sql: String, parameters: [String?]) {
+        try validate(query)
+        var binder = Binder()
+        let whereClause = try whereSQL(query.conditions, &binder)
+        var inner = "SELECT \(projection(query)) FROM \(qualifiedName)\(whereClause)"
+        if !query.order.isEmpty {
+            inner += " ORDER BY " + query.order.map(orderSQL).joined(separator: ", ")
+        }
+        if let limit = query.limit { inner += " LIMIT " + binder.bind(String(limit), type: "bigint") }
+        if query.offset > 0 { inner += " OFFSET " + binder.bind(String(query.offset), type: "bigint") }
+        let total = query.preferences.count == nil
+            ? "NULL::bigint"
+            : "(SELECT count(*) FROM \(qualifiedName)\(whereClause))"
+        let sql = "SELECT coalesce(json_agg(_pgrst_t), '[]')::text AS body, \(total) AS total FROM (\(inner)) _pgrst_t"
+        return (sql, binder.parameters)
+    }
+
+    /// `INSERT` (single object or array of objects), upsert via `Prefer: resolution=` + `on_conflict`.
+    public func insert(_ query: PostgRESTQuery, body: PostgRESTJSONValue) throws -> (sql: String, parameters: [String?]) {
+        try validate(query)
+        let rows = try Self.rows(from: body)
+        var columns: [String] = query.insertColumns ?? []
+        if query.insertColumns == nil {
+            for row in rows { for (key, _) in row where !columns.contains(key) { columns.append(key) } }
+        }
+        let types = try columns.map { try castType(for: $0) }
+        var binder = Binder()
+        var sql = "INSERT INTO \(qualifiedName)"
+        if columns.isEmpty {
+            sql += " SELECT FROM generate_series(1, \(binder.bind(String(rows.count), type: "integer")))"
+        } else {
+            sql += " (" + columns.map(Self.quoteIdentifier).joined(separator: ", ") + ") VALUES "
+            sql += rows.map { row in
+                let values = Dictionary(row, uniquingKeysWith: { _, last in last })
+                return "(" + zip(columns, types).map { column, type in
+                    guard let value = values[column] else { return "DEFAULT" }
+                    return binder.bind(value.parameterText, type: type)
+                }.joined(separator: ", ") + ")"
+            }.joined(separator: ", ")
+        }
+        if let resolution = query.preferences.resolution {
+            let target = query.onConflict ?? table.primaryKey
+            guard !target.isEmpty else {
+                throw PostgRESTError(status: 400, code: "42P10",
+                                     message: "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+            }
+            sql += " ON CONFLICT (" + target.map(Self.quoteIdentifier).joined(separator: ", ") + ")"
+            if resolution == .mergeDuplicates, !columns.isEmpty {
+                sql += " DO UPDATE SET " + columns.map {
+                    "\(Self.quoteIdentifier($0)) = EXCLUDED.\(Self.quoteIdentifier($0))"
+                }.joined(separator: ", ")
+            } else {
+                sql += " DO NOTHING"
+            }
+        }
+        return (wrapMutation(sql, query), binder.parameters)
+    }
+
+    /// `UPDATE` (PATCH) of the filtered rows with the body object's keys.
+    public func update(_ query: PostgRESTQuery, body: PostgRESTJSONValue) throws -> (sql: String, parameters: [String?]) {
+        try validate(query)
+        guard case let .object(pairs) = body else { throw PostgRESTError.invalidBody("PATCH expects a JSON object") }
+        guard !pairs.isEmpty else { return ("SELECT '[]'::text AS body, 0::bigint AS total", []) }
+        var binder = Binder()
+        var assignments: [String] = []
+        var seen: [String: Int] = [:]
+        for (key, value) in pairs {
+            let type = try castType(for: key)
+            let assignment = "\(Self.quoteIdentifier(key)) = \(binder.bind(value.parameterText, type: type))"
+            if let at = seen[key] { assignments[at] = assignment } else {
+                seen[key] = assignments.count
+                assignments.append(assignment)
+            }
+        }
+        let sql = "UPDATE \(qualifiedName) SET " + assignments.joined(separator: ", ")
+            + (try whereSQL(query.conditions, &binder))
+        return (wrapMutation(sql, query), binder.parameters)
+    }
+
+    /// `DELETE` of the filtered rows.
+    public func delete(_ query: PostgRESTQuery) throws -> (sql: String, parameters: [String?]) {
+        try validate(query)
+        var binder = Binder()
+        let sql = "DELETE FROM \(qualifiedName)" + (try whereSQL(query.conditions, &binder))
+        return (wrapMutation(sql, query), binder.parameters)
+    }
+
+    // MARK: - Pieces
+
+    private struct Binder {
+        var parameters: [String?] = []
+
+        mutating func bind(_ value: String?, type: String) -> String {
+            parameters.append(value)
+            return "$\(parameters.count)::\(type)"
+        }
+    }
+
+    private var qualifiedName: String {
+        Self.quoteIdentifier(table.schema) + "." + Self.quoteIdentifier(table.name)
+    }
+
+    private func projection(_ query: PostgRESTQuery) -> String {
+        query.select.map { $0.map(Self.quoteIdentifier).joined(separator: ", ") } ?? "*"
+    }
+
+    private func validate(_ query: PostgRESTQuery) throws {
+        for column in query.referencedColumns where table.column(named: column) == nil {
+            throw PostgRESTError.undefinedColumn(table: table.name, column: column)
+        }
+    }
+
+    /// The column's type for a `::` cast; rejects unknown columns and type names that are not plain type syntax.
+    private func castType(for column: String) throws -> String {
+        guard let info = table.column(named: column) else {
+            throw PostgRESTError.undefinedColumn(table: table.name, column: column)
+        }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ .,()[]\"")
+        guard !info.type.isEmpty, info.type.allSatisfy(allowed.contains) else {
+            throw PostgRESTError(status: 500, code: "XX000", message: "unsupported column type name for \(column)")
+        }
+        return info.type
+    }
+
+    private func orderSQL(_ order: PostgRESTOrder) -> String {
+        var sql = Self.quoteIdentifier(order.column)
+        if let direction = order.direction { sql += direction == .asc ? " ASC" : " DESC" }
+        if let nulls = order.nulls { sql += nulls == .first ? " NULLS FIRST" : " NULLS LAST" }
+        return sql
+    }
+
+    private func whereSQL(_ conditions: [PostgRESTLogicTree], _ binder: inout Binder) throws -> String {
+        guard !conditions.isEmpty else { return "" }
+        return " WHERE " + (try conditions.map { try treeSQL($0, &binder) }.joined(separator: " AND "))
+    }
+
+    private func treeSQL(_ tree: PostgRESTLogicTree, _ binder: inout Binder) throws -> String {
+        switch tree {
+        case let .filter(filter):
+            let sql = try filterSQL(filter, &binder)
+            return filter.negated ? "NOT (\(sql))" : sql
+        case let .group(connective, negated, children):
+            let separator = connective == .and ? " AND " : " OR "
+            let sql = "(" + (try children.map { try treeSQL($0, &binder) }.joined(separator: separator)) + ")"
+            return negated ? "NOT \(sql)" : sql
+        }
+    }
+
+    private func filterSQL(_ filter: PostgRESTFilter, _ binder: inout Binder) throws -> String {
+        let column = Self.quoteIdentifier(filter.column)
+        let type = try castType(for: filter.column)
+        func compare(_ op: String, _ value: String) -> String { "\(column) \(op) \(binder.bind(value, type: type))" }
+        switch filter.operation {
+        case let .eq(v): return compare("=", v)
+        case let .neq(v): return compare("<>", v)
+        case let .gt(v): return compare(">", v)
+        case let .gte(v): return compare(">=", v)
+        case let .lt(v): return compare("<", v)
+        case let .lte(v): return compare("<=", v)
+        case let .like(p): return "\(column) LIKE \(binder.bind(p, type: "text"))"
+        case let .ilike(p): return "\(column) ILIKE \(binder.bind(p, type: "text"))"
+        case let .in(values):
+            guard !values.isEmpty else { return "FALSE" }
+            return "\(column) IN (" + values.map { binder.bind($0, type: type) }.joined(separator: ", ") + ")"
+        case let .is(value):
+            switch value {
+            case .null: return "\(column) IS NULL"
+            case .notNull: return "\(column) IS NOT NULL"
+            case .true: return "\(column) IS TRUE"
+            case .false: return "\(column) IS FALSE"
+            case .unknown: return "\(column) IS UNKNOWN"
+            }
+        }
+    }
+
+    /// With `return=representation`, runs the mutation in a CTE with `RETURNING *` and aggregates the rows.
+    private func wrapMutation(_ sql: String, _ query: PostgRESTQuery) -> String {
+        guard query.preferences.returnMode == .representation else { return sql }
+        return "WITH _pgrst_rows AS (\(sql) RETURNING *) SELECT coalesce(json_agg(_pgrst_t), '[]')::text AS body, "
+            + "count(*) AS total FROM (SELECT \(projection(query)) FROM _pgrst_rows) _pgrst_t"
+    }
+
+    private static func rows(from body: PostgRESTJSONValue) throws -> [[(String, PostgRESTJSONValue)]] {
+        switch body {
+        case let .object(pairs): return [pairs]
+        case let .array(items):
+            return try items.map {
+                guard case let .object(pairs) = $0 else { throw PostgRESTError.invalidBody("expected an array of objects") }
+                return pairs
+            }
+        default: throw PostgRESTError.invalidBody("expected a JSON object or array")
+        }
+    }
+}

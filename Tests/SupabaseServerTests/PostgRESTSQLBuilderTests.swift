@@ -1,0 +1,162 @@
+import Testing
+@testable import SupabaseServer
+
+@Suite struct PostgRESTSQLBuilderTests {
+    let builder = PostgRESTSQLBuilder(table: PostgRESTTableSchema(name: "messages", columns: [
+        .init(name: "id", type: "bigint", isPrimaryKey: true),
+        .init(name: "room_id", type: "integer"),
+        .init(name: "body", type: "text"),
+        .init(name: "meta", type: "jsonb"),
+        .init(name: "sent", type: "boolean"),
+        .init(name: "we\"ird", type: "text"),
+    ]))
+    let base = "SELECT coalesce(json_agg(_pgrst_t), '[]')::text AS body, "
+
+    func q(_ items: [(String, String)], _ headers: [(String, String)] = []) throws -> PostgRESTQuery {
+        try pgParse(items, headers: headers, table: "messages")
+    }
+
+    @Test func plainSelect() throws {
+        let r = try builder.select(q([]))
+        #expect(r.sql == base + "NULL::bigint AS total FROM (SELECT * FROM \"public\".\"messages\") _pgrst_t")
+        #expect(r.parameters.isEmpty)
+    }
+
+    @Test func selectWithEverything() throws {
+        let r = try builder.select(q([("select", "id,body"), ("room_id", "eq.42"), ("body", "ilike.*hi*"),
+                                      ("order", "id.desc.nullslast,body"), ("limit", "15"), ("offset", "30")],
+                                     [("Prefer", "count=exact")]))
+        let whereText = " WHERE \"room_id\" = $1::integer AND \"body\" ILIKE $2::text"
+        #expect(r.sql == base + "(SELECT count(*) FROM \"public\".\"messages\"\(whereText)) AS total FROM "
+            + "(SELECT \"id\", \"body\" FROM \"public\".\"messages\"\(whereText)"
+            + " ORDER BY \"id\" DESC NULLS LAST, \"body\" LIMIT $3::bigint OFFSET $4::bigint) _pgrst_t")
+        #expect(r.parameters == ["42", "%hi%", "15", "30"])
+    }
+
+    @Test func everyOperator() throws {
+        let cases: [(String, String, String, [String?])] = [
+            ("room_id", "eq.1", "\"room_id\" = $1::integer", ["1"]),
+            ("room_id", "neq.1", "\"room_id\" <> $1::integer", ["1"]),
+            ("room_id", "gt.1", "\"room_id\" > $1::integer", ["1"]),
+            ("room_id", "gte.1", "\"room_id\" >= $1::integer", ["1"]),
+            ("room_id", "lt.1", "\"room_id\" < $1::integer", ["1"]),
+            ("room_id", "lte.1", "\"room_id\" <= $1::integer", ["1"]),
+            ("body", "like.a*", "\"body\" LIKE $1::text", ["a%"]),
+            ("body", "not.like.a*", "NOT (\"body\" LIKE $1::text)", ["a%"]),
+            ("room_id", "in.(1,2,3)", "\"room_id\" IN ($1::integer, $2::integer, $3::integer)", ["1", "2", "3"]),
+            ("room_id", "in.()", "FALSE", []),
+            ("body", "is.null", "\"body\" IS NULL", []),
+            ("body", "not.is.null", "NOT (\"body\" IS NULL)", []),
+            ("sent", "is.true", "\"sent\" IS TRUE", []),
+            ("sent", "is.false", "\"sent\" IS FALSE", []),
+            ("sent", "is.unknown", "\"sent\" IS UNKNOWN", []),
+            ("body", "is.not_null", "\"body\" IS NOT NULL", []),
+        ]
+        for (column, value, expected, params) in cases {
+            let r = try builder.delete(q([(column, value)]))
+            #expect(r.sql == "DELETE FROM \"public\".\"messages\" WHERE " + expected, "\(column)=\(value)")
+            #expect(r.parameters == params, "\(column)=\(value)")
+        }
+    }
+
+    @Test func logicTreeSQL() throws {
+        let r = try builder.delete(q([("not.or", "(room_id.eq.1,and(body.eq.\"a,b\",sent.is.null))"), ("id", "gt.5")]))
+        #expect(r.sql == "DELETE FROM \"public\".\"messages\" WHERE NOT (\"room_id\" = $1::integer OR "
+            + "(\"body\" = $2::text AND \"sent\" IS NULL)) AND \"id\" > $3::bigint")
+        #expect(r.parameters == ["1", "a,b", "5"])
+    }
+
+    @Test func singleInsert() throws {
+        let body = try PostgRESTJSONValue.parse(#"{"room_id": 42, "body": "hi", "meta": {"a": [1, true]}, "sent": null}"#)
+        let r = try builder.insert(q([]), body: body)
+        #expect(r.sql == "INSERT INTO \"public\".\"messages\" (\"room_id\", \"body\", \"meta\", \"sent\") "
+            + "VALUES ($1::integer, $2::text, $3::jsonb, $4::boolean)")
+        #expect(r.parameters == ["42", "hi", #"{"a":[1,true]}"#, nil])
+    }
+
+    @Test func bulkInsertUnionOfKeysWithDefaultAndRepresentation() throws {
+        let body = try PostgRESTJSONValue.parse(#"[{"id": 1, "body": "a"}, {"body": "b", "sent": false}]"#)
+        let r = try builder.insert(q([("select", "id")], [("Prefer", "return=representation")]), body: body)
+        #expect(r.sql == "WITH _pgrst_rows AS (INSERT INTO \"public\".\"messages\" (\"id\", \"body\", \"sent\") "
+            + "VALUES ($1::bigint, $2::text, DEFAULT), (DEFAULT, $3::text, $4::boolean) RETURNING *) "
+            + base + "count(*) AS total FROM (SELECT \"id\" FROM _pgrst_rows) _pgrst_t")
+        #expect(r.parameters == ["1", "a", "b", "false"])
+    }
+
+    @Test func emptyObjectsInsertDefaults() throws {
+        let r = try builder.insert(q([]), body: try PostgRESTJSONValue.parse("[{},{}]"))
+        #expect(r.sql == "INSERT INTO \"public\".\"messages\" SELECT FROM generate_series(1, $1::integer)")
+        #expect(r.parameters == ["2"])
+    }
+
+    @Test func upserts() throws {
+        let body = try PostgRESTJSONValue.parse(#"{"id": 7, "body": "x"}"#)
+        let ignore = try builder.insert(q([], [("Prefer", "resolution=ignore-duplicates")]), body: body)
+        #expect(ignore.sql == "INSERT INTO \"public\".\"messages\" (\"id\", \"body\") VALUES ($1::bigint, $2::text) "
+            + "ON CONFLICT (\"id\") DO NOTHING")
+        let merge = try builder.insert(q([("on_conflict", "room_id,body")], [("Prefer", "resolution=merge-duplicates")]), body: body)
+        #expect(merge.sql == "INSERT INTO \"public\".\"messages\" (\"id\", \"body\") VALUES ($1::bigint, $2::text) "
+            + "ON CONFLICT (\"room_id\", \"body\") DO UPDATE SET \"id\" = EXCLUDED.\"id\", \"body\" = EXCLUDED.\"body\"")
+        #expect(merge.parameters == ["7", "x"])
+        let noKey = PostgRESTSQLBuilder(table: PostgRESTTableSchema(name: "k", columns: [.init(name: "a", type: "text")]))
+        let e = pgError { _ = try noKey.insert(try pgParse([], headers: [("Prefer", "resolution=merge-duplicates")], table: "k"),
+                                               body: .object([("a", .string("1"))])) }
+        #expect(e?.code == "42P10")
+    }
+
+    @Test func updateAndDelete() throws {
+        let r = try builder.update(q([("id", "eq.3")], [("Prefer", "return=representation")]),
+                                   body: try PostgRESTJSONValue.parse(#"{"body": "new", "sent": true}"#))
+        #expect(r.sql == "WITH _pgrst_rows AS (UPDATE \"public\".\"messages\" SET \"body\" = $1::text, \"sent\" = $2::boolean "
+            + "WHERE \"id\" = $3::bigint RETURNING *) " + base + "count(*) AS total FROM (SELECT * FROM _pgrst_rows) _pgrst_t")
+        #expect(r.parameters == ["new", "true", "3"])
+        let d = try builder.delete(q([("room_id", "in.(1,2)")]))
+        #expect(d.sql == "DELETE FROM \"public\".\"messages\" WHERE \"room_id\" IN ($1::integer, $2::integer)")
+        #expect(d.parameters == ["1", "2"])
+        let all = try builder.delete(q([]))
+        #expect(all.sql == "DELETE FROM \"public\".\"messages\"")
+    }
+
+    @Test func unknownColumnsAreRejected() throws {
+        let expected = PostgRESTError(status: 400, code: "42703", message: "column messages.nope does not exist")
+        #expect(pgError { _ = try builder.select(q([("nope", "eq.1")])) } == expected)
+        #expect(pgError { _ = try builder.select(q([("select", "id,nope")])) } == expected)
+        #expect(pgError { _ = try builder.select(q([("order", "nope.desc")])) } == expected)
+        #expect(pgError { _ = try builder.select(q([("or", "(id.eq.1,nope.eq.2)")])) } == expected)
+        #expect(pgError { _ = try builder.insert(q([]), body: .object([("nope", .number("1"))])) } == expected)
+        #expect(pgError { _ = try builder.update(q([]), body: .object([("nope", .null)])) } == expected)
+        #expect(pgError { _ = try builder.insert(q([]), body: .string("x")) }?.code == "PGRST102")
+    }
+
+    @Test func injectionEndsUpInParametersOrIsRejected() throws {
+        let evil = "'; DROP TABLE x; --"
+        let r = try builder.select(q([("body", "eq." + evil), ("or", "(body.like.\"\(evil)\",room_id.in.(\"1);DROP\"))")]))
+        #expect(!r.sql.contains("DROP") && !r.sql.contains("'; "))
+        #expect(r.parameters == [evil, evil, "1);DROP"])
+        let ins = try builder.insert(q([]), body: .object([("body", .string(evil))]))
+        #expect(!ins.sql.contains("DROP") && ins.parameters == [evil])
+        // A quoted column that exists is doubled-quoted; one that does not is rejected.
+        let weird = try builder.select(q([("we\"ird", "eq.1")]))
+        #expect(weird.sql.contains(" WHERE \"we\"\"ird\" = $1::text"))
+        let weirdSelect = try builder.select(PostgRESTQuery(table: "messages", select: ["we\"ird"]))
+        #expect(weirdSelect.sql.contains("(SELECT \"we\"\"ird\" FROM"))
+        #expect(pgError { _ = try q([("select", "id\",body")]) }?.code == "PGRST100")
+        let e = pgError { _ = try builder.select(q([("id\" = 1; DROP TABLE x; --", "eq.1")])) }
+        #expect(e?.code == "42703")
+        let e2 = pgError { _ = try builder.insert(q([]), body: .object([("body\") VALUES (1); DROP TABLE x; --", .null)])) }
+        #expect(e2?.code == "42703")
+        #expect(PostgRESTSQLBuilder.quoteIdentifier("a\"b") == "\"a\"\"b\"")
+        let badType = PostgRESTSQLBuilder(table: PostgRESTTableSchema(name: "t", columns: [.init(name: "a", type: "int; DROP")]))
+        #expect(pgError { _ = try badType.delete(try pgParse([("a", "eq.1")])) }?.status == 500)
+    }
+
+    @Test func jsonRoundTrip() throws {
+        let text = #"{"a":[1,-2.5e3,true,false,null],"b":"q\"\\\n\u0001é😀","c":{}}"#
+        let v = try PostgRESTJSONValue.parse(text)
+        #expect(v.serialized == #"{"a":[1,-2.5e3,true,false,null],"b":"q\"\\\n\u0001é😀","c":{}}"#)
+        #expect(try PostgRESTJSONValue.parse(#""\ud83d\ude00""#) == .string("😀"))
+        for bad in ["", "{", "[1,]", "{\"a\" 1}", "01x", "\"abc", "tru", "1 2"] {
+            #expect(pgError { _ = try PostgRESTJSONValue.parse(bad) }?.code == "PGRST102", "\(bad)")
+        }
+    }
+}
