@@ -1,6 +1,6 @@
 # Switchboard — build, test and demo entry points. Every target installs what it needs first.
 SWIFT ?= swift
-DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-dev libssl-dev python3-venv
+DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-dev libssl-dev python3-venv libpq-dev postgresql
 BIN := .build/debug/switchboard
 VENV := .venv
 PYTHON_PACKAGES := websockets==15.0.1

@@ -1,0 +1,191 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A private PostgreSQL 15 server in its own data directory, for tests and for `serve` without a database URL.
+public final class PostgresCluster: Sendable {
+    /// The directory holding the server's binaries.
+    public static let binaryDirectory = URL(fileURLWithPath: "/usr/lib/postgresql/15/bin")
+
+    private struct State {
+        var port: Int?
+        var running = false
+    }
+
+    /// The cluster's data directory.
+    public let dataDirectory: URL
+    private let state: Mutex<State>
+
+    /// Describes a cluster in `dataDirectory` on `port`, or on a free port chosen at start when `nil`.
+    public init(dataDirectory: URL, port: Int? = nil) {
+        self.dataDirectory = dataDirectory.standardizedFileURL
+        self.state = Mutex(State(port: port))
+    }
+
+    deinit {
+        try? stop()
+    }
+
+    /// Whether this object started the server and has not stopped it.
+    public var isRunning: Bool { state.withLock { $0.running } }
+
+    /// The connection URL of the running server, or `nil` when it is stopped.
+    public var connectionURL: String? {
+        state.withLock { state in
+            guard state.running, let port = state.port else { return nil }
+            return Self.url(port: port)
+        }
+    }
+
+    /// Initialises the data directory when needed, starts the server and returns its connection URL.
+    @discardableResult
+    public func start() throws -> String {
+        try state.withLock { state in
+            if state.running, let port = state.port { return Self.url(port: port) }
+            let runAsPostgres = geteuid() == 0
+            try prepareDirectory(runAsPostgres: runAsPostgres)
+            let port = try state.port ?? Self.freePort()
+            let path = dataDirectory.path
+            if !FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
+                try run("initdb", ["-D", path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"],
+                        asPostgres: runAsPostgres, step: "initdb")
+            }
+            let options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(path) -c fsync=off"
+            try run("pg_ctl", ["-D", path, "-o", options, "-w", "-l", logURL.path, "start"],
+                    asPostgres: runAsPostgres, step: "pg_ctl start")
+            state.port = port
+            state.running = true
+            return Self.url(port: port)
+        }
+    }
+
+    /// Stops the server with a fast shutdown and waits for it; does nothing when it is not running.
+    public func stop() throws {
+        try state.withLock { state in
+            guard state.running else { return }
+            try run("pg_ctl", ["-D", dataDirectory.path, "-m", "fast", "-w", "stop"],
+                    asPostgres: geteuid() == 0, step: "pg_ctl stop")
+            state.running = false
+        }
+    }
+
+    // MARK: - Private
+
+    private var logURL: URL { dataDirectory.appendingPathComponent("server.log") }
+
+    private static func url(port: Int) -> String {
+        "postgresql://postgres@127.0.0.1:\(port)/postgres"
+    }
+
+    private func prepareDirectory(runAsPostgres: Bool) throws {
+        let initdb = Self.binaryDirectory.appendingPathComponent("initdb").path
+        guard FileManager.default.isExecutableFile(atPath: initdb) else {
+            throw failure("PostgreSQL 15 binaries not found at \(Self.binaryDirectory.path) (install postgresql-15)")
+        }
+        do {
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw failure("cannot create data directory \(dataDirectory.path): \(error)")
+        }
+        if runAsPostgres {
+            guard getpwnam("postgres") != nil else {
+                throw failure("running as root but there is no `postgres` user to run initdb and pg_ctl")
+            }
+            try execute(URL(fileURLWithPath: "/bin/chown"), ["-R", "postgres:postgres", dataDirectory.path],
+                        step: "chown")
+        } else if access(dataDirectory.path, W_OK) != 0 {
+            throw failure("not root and data directory \(dataDirectory.path) is not writable; cannot run initdb")
+        }
+    }
+
+    private func run(_ tool: String, _ arguments: [String], asPostgres: Bool, step: String) throws {
+        let binary = Self.binaryDirectory.appendingPathComponent(tool).path
+        if asPostgres {
+            try execute(URL(fileURLWithPath: "/usr/sbin/runuser"), ["-u", "postgres", "--", binary] + arguments,
+                        step: step)
+        } else {
+            try execute(URL(fileURLWithPath: binary), arguments, step: step)
+        }
+    }
+
+    /// Runs a program by full path with posix_spawn and waits for it with waitpid.
+    ///
+    /// Foundation's `Process` can miss the exit of `pg_ctl`, whose daemon outlives it, so it is not used here.
+    private func execute(_ executable: URL, _ arguments: [String], step: String) throws {
+        let outputPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("switchboard-pg-\(UUID().uuidString).out").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            throw failure("\(step): cannot launch \(executable.path): errno \(spawned)")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw failure("\(step): waitpid failed: errno \(errno)") }
+        }
+        let exited = (status & 0x7f) == 0
+        let exitCode = (status >> 8) & 0xff
+        guard exited, exitCode == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            let how = exited ? "exited with status \(exitCode)" : "was killed by signal \(status & 0x7f)"
+            throw failure("\(step) \(how): \(Self.tail(text)); server log: \(Self.tail(logTail()))")
+        }
+    }
+
+    private func logTail() -> String {
+        (try? String(contentsOf: logURL, encoding: .utf8)) ?? "(no server log)"
+    }
+
+    private static func tail(_ text: String, lines: Int = 15) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: true).suffix(lines).joined(separator: " | ")
+    }
+
+    private func failure(_ message: String) -> PostgresError {
+        PostgresError(code: .clusterFailed, message: message)
+    }
+
+    /// Binds a socket to 127.0.0.1:0, reads the port the kernel chose and closes it.
+    private static func freePort() throws -> Int {
+        #if canImport(Glibc)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard descriptor >= 0 else {
+            throw PostgresError(code: .clusterFailed, message: "cannot open a socket to find a free port")
+        }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+        }
+        guard bound == 0 else {
+            throw PostgresError(code: .clusterFailed, message: "cannot bind 127.0.0.1:0 to find a free port")
+        }
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0 else {
+            throw PostgresError(code: .clusterFailed, message: "cannot read the port bound to find a free port")
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

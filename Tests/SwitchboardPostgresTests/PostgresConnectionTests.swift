@@ -1,0 +1,145 @@
+import Foundation
+import SwitchboardPostgres
+import Testing
+
+private struct Boom: Error {}
+
+@Suite("PostgreSQL client", .serialized, .postgresCluster)
+struct PostgresConnectionTests {
+    private func connect() throws -> PostgresConnection {
+        try PostgresConnection(url: try PostgresTestCluster.required().url)
+    }
+
+    @Test("connects and answers a query")
+    func connects() throws {
+        let connection = try connect()
+        let result = try connection.query("SELECT 1 AS one, current_database() AS db")
+        #expect(result.columns == ["one", "db"])
+        #expect(result.rows == [["1", "postgres"]])
+    }
+
+    @Test("bound parameters round-trip verbatim, including NULL, unicode, quotes and injection text")
+    func parametersRoundTrip() throws {
+        let connection = try connect()
+        try connection.execute("CREATE TABLE params_rt (id serial PRIMARY KEY, body text)")
+        let values: [String?] = [nil, "héllo wörld 🚀 日本語", "it's \"quoted\" \\ back", "'; DROP TABLE params_rt; --", ""]
+        for value in values {
+            let inserted = try connection.query("INSERT INTO params_rt (body) VALUES ($1)", [value])
+            #expect(inserted.affectedRows == 1)
+        }
+        let result = try connection.query("SELECT body FROM params_rt ORDER BY id")
+        #expect(result.rows.map { $0[0] } == values)
+        #expect(result.affectedRows == values.count)
+        let match = try connection.query("SELECT count(*) AS n FROM params_rt WHERE body = $1", ["'; DROP TABLE params_rt; --"])
+        #expect(match.value(row: 0, column: "n") == "1")
+        let updated = try connection.query("UPDATE params_rt SET body = $1 WHERE body IS NULL OR body = $2", ["x", ""])
+        #expect(updated.affectedRows == 2)
+    }
+
+    @Test("unique violation carries SQLSTATE 23505 with detail")
+    func uniqueViolation() throws {
+        let connection = try connect()
+        try connection.execute("CREATE TABLE unique_rt (name text UNIQUE)")
+        try connection.query("INSERT INTO unique_rt VALUES ($1)", ["a"])
+        let error = try #require(throws: PostgresError.self) {
+            try connection.query("INSERT INTO unique_rt VALUES ($1)", ["a"])
+        }
+        #expect(error.code == .queryFailed)
+        #expect(error.sqlState == "23505")
+        #expect(error.detail?.contains("already exists") == true)
+        #expect(try connection.query("SELECT 1").rows == [["1"]])
+    }
+
+    @Test("syntax error carries SQLSTATE 42601")
+    func syntaxError() throws {
+        let connection = try connect()
+        let error = try #require(throws: PostgresError.self) {
+            try connection.execute("SELEKT nothing")
+        }
+        #expect(error.sqlState == "42601")
+        #expect(error.message.contains("syntax error"))
+    }
+
+    @Test("transaction commits, and rolls back and rethrows the first error on throw")
+    func transactionRollback() throws {
+        let connection = try connect()
+        try connection.execute("CREATE TABLE tx_rt (v text)")
+        let value = try connection.transaction { conn in
+            try conn.query("INSERT INTO tx_rt VALUES ($1)", ["kept"])
+            return 42
+        }
+        #expect(value == 42)
+        #expect(throws: Boom.self) {
+            try connection.transaction { conn in
+                try conn.query("INSERT INTO tx_rt VALUES ($1)", ["dropped"])
+                throw Boom()
+            }
+        }
+        let sqlError = try #require(throws: PostgresError.self) {
+            try connection.transaction { conn in
+                try conn.query("INSERT INTO tx_rt VALUES ($1)", ["dropped too"])
+                try conn.execute("SELEKT")
+            }
+        }
+        #expect(sqlError.sqlState == "42601")
+        #expect(try connection.query("SELECT v FROM tx_rt").rows == [["kept"]])
+    }
+
+    @Test("LISTEN receives a pg_notify payload from another connection, including a 7000-byte one")
+    func listenNotify() throws {
+        let listener = try connect()
+        let sender = try connect()
+        try listener.listen(channel: "switchboard events")
+        #expect(try listener.notifications(timeout: .milliseconds(50)).isEmpty)
+
+        try sender.query("SELECT pg_notify($1, $2)", ["switchboard events", "hello 'world' ✓"])
+        let first = try listener.notifications(timeout: .seconds(5))
+        #expect(first.map(\.channel) == ["switchboard events"])
+        #expect(first.map(\.payload) == ["hello 'world' ✓"])
+
+        let large = String(repeating: "0123456789abcdef", count: 437) + "end!"
+        #expect(large.utf8.count == 6996)
+        try sender.notify(channel: "switchboard events", payload: large)
+        let second = try listener.notifications(timeout: .seconds(5))
+        #expect(second.map(\.payload) == [large])
+    }
+
+    @Test("a failed connection's error never shows the password or the URL")
+    func connectionErrorHidesPassword() throws {
+        let base = try PostgresTestCluster.required().url
+        let url = base.replacingOccurrences(of: "/postgres", with: "/no_such_db_here") + "?password=s3cret"
+        #expect(url.contains("s3cret"))
+        let error = try #require(throws: PostgresError.self) {
+            _ = try PostgresConnection(url: url)
+        }
+        #expect(error.code == .connectionFailed)
+        #expect(error.message.contains("no_such_db_here"))
+        for text in [error.description, error.message, String(describing: error), "\(error)"] {
+            #expect(!text.contains("s3cret"))
+            #expect(!text.contains("password="))
+        }
+    }
+}
+
+@Suite("PostgreSQL cluster")
+struct PostgresClusterTests {
+    @Test("stop and start twice keeps data; stop is idempotent")
+    func stopStartTwice() throws {
+        let root = try PostgresTestCluster.makeTemporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("data"))
+        defer { try? cluster.stop() }
+        let url = try cluster.start()
+        #expect(try cluster.start() == url)
+        try PostgresConnection(url: url).execute("CREATE TABLE survives (v int); INSERT INTO survives VALUES (7)")
+        for _ in 0..<2 {
+            try cluster.stop()
+            try cluster.stop()
+            #expect(!cluster.isRunning)
+            #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
+            let again = try cluster.start()
+            #expect(again == url)
+            #expect(try PostgresConnection(url: again).query("SELECT v FROM survives").rows == [["7"]])
+        }
+    }
+}
