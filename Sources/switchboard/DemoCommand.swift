@@ -30,9 +30,9 @@ actor TimelinePrinter {
         case .removed(let id):
             note("\(viewer) removed \(id.rawValue.prefix(8))")
         case .reactionsChanged(let message):
-            note("\(viewer) reactions on \(Self.quote(message)): \(message.reactions.map(\.symbol).joined())")
+            note("\(viewer) reactions on \(Self.quote(message).trimmingCharacters(in: .whitespaces)): \(message.reactions.map(\.symbol).joined())")
         case .receiptChanged(let message, let receipt):
-            note("\(viewer) receipt \(receipt.state.rawValue) from \(receipt.user) on \(Self.quote(message))")
+            note("\(viewer) sees \(receipt.user)'s \(receipt.state.rawValue) receipt on \(Self.quote(message).trimmingCharacters(in: .whitespaces))")
         case .typingChanged(let user, let isTyping):
             note("\(viewer) sees \(user) \(isTyping ? "typing…" : "stopped typing")")
         case .syncStateChanged:
