@@ -108,7 +108,8 @@ extension NetworkSuites {
 
         private func startServer(_ certificates: Certificates, _ name: String) async throws -> (ChildProcess, Int) {
             let process = try ChildProcess(try NetTest.python(), [
-                NetTest.fixture("wss_echo_server.py"), certificates.certificate(name), certificates.key(name),
+                NetTest.fixture("ws_echo_server.py"), "--certfile", certificates.certificate(name),
+                "--keyfile", certificates.key(name),
             ])
             do {
                 let line = try await process.line(startingWith: "listening on wss://127.0.0.1:")

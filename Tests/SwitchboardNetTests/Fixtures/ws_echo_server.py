@@ -3,7 +3,7 @@
 
 Binds 127.0.0.1 on a free port and prints `listening on ws://127.0.0.1:PORT` (wss:// with --certfile).
 For every connection it:
-  - echoes text and binary messages;
+  - echoes text and binary messages (`frag:<text>` comes back as the text in three fragments);
   - on text `close:<code>:<reason>`, closes with that code and reason;
   - on text `ping-me`, pings the client, waits for its pong, then sends text `pong-received`;
   - on text `request`, sends a JSON object with the upgrade request's path and headers;
@@ -32,6 +32,11 @@ async def handler(ws):
                 await asyncio.wait_for(pong, 5)
                 await ws.send("pong-received")
                 continue
+            if isinstance(message, str) and message.startswith("frag:"):
+                text = message[len("frag:"):]
+                third = max(1, len(text) // 3)
+                await ws.send([text[:third], text[third:2 * third], text[2 * third:]])
+                continue
             if message == "request":
                 headers = {name: value for name, value in ws.request.headers.raw_items()}
                 await ws.send(json.dumps({"path": ws.request.path, "headers": headers}))
@@ -41,7 +46,8 @@ async def handler(ws):
         pass
     finally:
         await ws.wait_closed()
-        print(f"closed code={ws.close_code} reason={ws.close_reason}", flush=True)
+        code = ws.close_code if ws.close_code is not None else 1006
+        print(f"closed code={code} reason={ws.close_reason or ''}", flush=True)
 
 
 async def main():
