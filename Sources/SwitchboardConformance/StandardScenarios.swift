@@ -53,7 +53,6 @@ public enum StandardScenarios {
         }
     }
 
-    static func text(_ ctx: ScenarioContext, _ tag: String) -> String { "\(tag) \(ctx.directory.lastPathComponent.suffix(6))" }
 
     // MARK: - Sending
 

@@ -260,10 +260,4 @@ struct RecentSet<Element: Hashable> {
         }
         return true
     }
-
-    mutating func removeAll() {
-        members.removeAll()
-        order.removeAll()
-        head = 0
-    }
 }

@@ -81,7 +81,7 @@ public enum PhoenixJSON: Sendable, Hashable {
         case .bool(let value): out += value ? "true" : "false"
         case .int(let value): out += String(value)
         case .double(let value): out += value.isFinite ? "\(value)" : "null"
-        case .string(let value): Self.writeString(value, to: &out)
+        case .string(let value): JSONStringLiteral.append(value, to: &out)
         case .array(let elements):
             out += "["
             for (index, element) in elements.enumerated() {
@@ -93,36 +93,12 @@ public enum PhoenixJSON: Sendable, Hashable {
             out += "{"
             for (index, key) in members.keys.sorted().enumerated() {
                 if index > 0 { out += "," }
-                Self.writeString(key, to: &out)
+                JSONStringLiteral.append(key, to: &out)
                 out += ":"
                 members[key]!.write(to: &out)
             }
             out += "}"
         }
-    }
-
-    /// Appends `value` as a quoted, escaped JSON string.
-    private static func writeString(_ value: String, to out: inout String) {
-        out += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 }
 

@@ -43,10 +43,10 @@ public indirect enum PostgRESTJSONValue: Sendable, Equatable {
         case .null: return "null"
         case let .bool(b): return b ? "true" : "false"
         case let .number(n): return n
-        case let .string(s): return Self.escape(s)
+        case let .string(s): return JSONStringLiteral.quoted(s)
         case let .array(items): return "[" + items.map(\.serialized).joined(separator: ",") + "]"
         case let .object(pairs):
-            return "{" + pairs.map { Self.escape($0.0) + ":" + $0.1.serialized }.joined(separator: ",") + "}"
+            return "{" + pairs.map { JSONStringLiteral.quoted($0.0) + ":" + $0.1.serialized }.joined(separator: ",") + "}"
         }
     }
 
@@ -57,27 +57,6 @@ public indirect enum PostgRESTJSONValue: Sendable, Equatable {
         case let .string(s): return s
         default: return serialized
         }
-    }
-
-    private static func escape(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
     }
 
     private struct Reader {
