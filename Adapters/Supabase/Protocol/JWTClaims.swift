@@ -9,10 +9,10 @@ public struct JWTClaims: Sendable, Hashable {
     /// The `exp` claim, nil when absent.
     public let exp: Date?
     /// Every claim, as the JSON object decoded from the payload.
-    public let object: [String: PhoenixJSON]
+    public let object: [String: JSONValue]
 
     /// Claims from a decoded payload object (no validation).
-    public init(object: [String: PhoenixJSON]) {
+    public init(object: [String: JSONValue]) {
         self.object = object
         role = object["role"]?.stringValue.map(JWTRole.init)
         sub = object["sub"]?.stringValue
@@ -20,7 +20,7 @@ public struct JWTClaims: Sendable, Hashable {
     }
 
     /// The claims as compact JSON with sorted keys, for `request.jwt.claims`.
-    public var json: String { PhoenixJSON.object(object).serialized }
+    public var json: String { JSONValue.object(object).serialized }
 
     /// The database role to assume: the `role` claim, else `anon`.
     public var effectiveRole: JWTRole { role ?? .anon }

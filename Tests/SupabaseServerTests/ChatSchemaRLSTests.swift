@@ -1,4 +1,5 @@
 import Foundation
+import SupabaseServer
 import SwitchboardPostgres
 import Testing
 

@@ -28,9 +28,9 @@ public struct JWTSigner: Sendable, CustomStringConvertible, CustomReflectable {
     public var customMirror: Mirror { Mirror(self, children: [:]) }
 
     /// A token with header `{"alg":"HS256","typ":"JWT"}` and `claims` serialized with sorted keys.
-    public func sign(claims: [String: PhoenixJSON]) -> String {
+    public func sign(claims: [String: JSONValue]) -> String {
         let signingInput = JWTBase64URL.encode(Array(Self.header.utf8)) + "."
-            + JWTBase64URL.encode(Array(PhoenixJSON.object(claims).serialized.utf8))
+            + JWTBase64URL.encode(Array(JSONValue.object(claims).serialized.utf8))
         return signingInput + "." + JWTBase64URL.encode(HMAC.sha256(key: key, message: Array(signingInput.utf8)))
     }
 
@@ -45,7 +45,7 @@ public struct JWTSigner: Sendable, CustomStringConvertible, CustomReflectable {
               let signature = JWTBase64URL.decode(parts[2]) else {
             throw JWTError(.invalidBase64, "JWSError (CompactDecodeError Invalid base64url encoding)")
         }
-        guard let header = PhoenixJSON.parse(headerBytes)?.objectValue else {
+        guard let header = JSONValue.parseOrNil(headerBytes)?.objectValue else {
             throw JWTError(.invalidJSON, "JWSError (CompactDecodeError Invalid JWS header JSON)")
         }
         // Only HS256 is accepted: rejecting everything else blocks `none` and alg-confusion attacks.
@@ -59,7 +59,7 @@ public struct JWTSigner: Sendable, CustomStringConvertible, CustomReflectable {
         guard HMAC.constantTimeEquals(HMAC.sha256(key: key, message: signingInput), signature) else {
             throw JWTError(.invalidSignature, "JWSError JWSInvalidSignature")
         }
-        guard let claims = PhoenixJSON.parse(payloadBytes)?.objectValue else {
+        guard let claims = JSONValue.parseOrNil(payloadBytes)?.objectValue else {
             throw JWTError(.invalidJSON, "JWSError (CompactDecodeError Invalid JWT claims JSON)")
         }
         let nowSeconds = now.timeIntervalSince1970

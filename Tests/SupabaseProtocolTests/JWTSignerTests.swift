@@ -1,5 +1,5 @@
 import Foundation
-import SupabaseServer
+import SupabaseProtocol
 import Testing
 
 @Suite struct JWTSignerTests {

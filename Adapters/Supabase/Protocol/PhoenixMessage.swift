@@ -9,10 +9,10 @@ public struct PhoenixMessage: Sendable, Hashable {
     /// The event name, e.g. `phx_join`, `phx_reply`, `broadcast`.
     public var event: String
     /// The JSON payload.
-    public var payload: PhoenixJSON
+    public var payload: JSONValue
 
     /// A message with every field given.
-    public init(joinRef: String?, ref: String?, topic: String, event: String, payload: PhoenixJSON) {
+    public init(joinRef: String?, ref: String?, topic: String, event: String, payload: JSONValue) {
         self.joinRef = joinRef
         self.ref = ref
         self.topic = topic
@@ -21,8 +21,8 @@ public struct PhoenixMessage: Sendable, Hashable {
     }
 
     /// A `phx_reply` to `push` with `{"status": status, "response": response}`.
-    public static func reply(to push: PhoenixMessage, status: String = "ok", response: PhoenixJSON = .object([:])) -> PhoenixMessage {
+    public static func reply(to push: PhoenixMessage, status: String = "ok", response: JSONValue = .object([:])) -> PhoenixMessage {
         PhoenixMessage(joinRef: push.joinRef, ref: push.ref, topic: push.topic, event: "phx_reply",
-                       payload: .object(["status": .string(status), "response": response]))
+                       payload: ["status": .string(status), "response": response])
     }
 }

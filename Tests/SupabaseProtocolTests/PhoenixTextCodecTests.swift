@@ -1,4 +1,4 @@
-import SupabaseServer
+import SupabaseProtocol
 import Testing
 
 @Suite struct PhoenixTextCodecTests {
@@ -20,22 +20,22 @@ import Testing
 
     @Test func encodesProtocolReplyExactly() {
         let join = PhoenixMessage(joinRef: "1", ref: "1", topic: "realtime:room:42", event: "phx_join", payload: [:])
-        let response: PhoenixJSON = ["postgres_changes": [["event": "INSERT", "schema": "public", "table": "messages",
+        let response: JSONValue = ["postgres_changes": [["event": "INSERT", "schema": "public", "table": "messages",
                                                            "filter": "room_id=eq.42", "id": 31_339_845]]]
         let reply = PhoenixMessage.reply(to: join, response: response)
         #expect(PhoenixTextCodec.encode(reply, version: .v2)
-            == #"["1","1","realtime:room:42","phx_reply",{"response":{"postgres_changes":[{"event":"INSERT","filter":"room_id=eq.42","id":31339845,"schema":"public","table":"messages"}]},"status":"ok"}]"#)
+            == #"["1","1","realtime:room:42","phx_reply",{"status":"ok","response":{"postgres_changes":[{"event":"INSERT","schema":"public","table":"messages","filter":"room_id=eq.42","id":31339845}]}}]"#)
         #expect(PhoenixTextCodec.encode(reply, version: .v1)
-            == #"{"event":"phx_reply","join_ref":"1","payload":{"response":{"postgres_changes":[{"event":"INSERT","filter":"room_id=eq.42","id":31339845,"schema":"public","table":"messages"}]},"status":"ok"},"ref":"1","topic":"realtime:room:42"}"#)
+            == #"{"event":"phx_reply","join_ref":"1","payload":{"status":"ok","response":{"postgres_changes":[{"event":"INSERT","schema":"public","table":"messages","filter":"room_id=eq.42","id":31339845}]}},"ref":"1","topic":"realtime:room:42"}"#)
         let system = PhoenixMessage(joinRef: "1", ref: nil, topic: "realtime:room:42", event: "system",
                                     payload: ["extension": "postgres_changes", "status": "ok",
                                               "message": "Subscribed to PostgreSQL", "channel": "room:42"])
         #expect(PhoenixTextCodec.encode(system, version: .v2)
-            == #"["1",null,"realtime:room:42","system",{"channel":"room:42","extension":"postgres_changes","message":"Subscribed to PostgreSQL","status":"ok"}]"#)
+            == #"["1",null,"realtime:room:42","system",{"extension":"postgres_changes","status":"ok","message":"Subscribed to PostgreSQL","channel":"room:42"}]"#)
     }
 
     @Test func encodesPostgresChangeExactly() throws {
-        let data: PhoenixJSON = [
+        let data: JSONValue = [
             "schema": "public", "table": "messages", "commit_timestamp": "2026-11-30T06:55:00.123Z", "type": "INSERT",
             "columns": [["name": "id", "type": "int8"], ["name": "body", "type": "text"]],
             "record": ["id": 7, "body": "héllo \"q\"\n/"], "old_record": [:], "errors": nil,
@@ -43,7 +43,7 @@ import Testing
         let change = PhoenixMessage(joinRef: nil, ref: nil, topic: "realtime:room:42", event: "postgres_changes",
                                     payload: ["ids": [31_339_845], "data": data])
         let text = PhoenixTextCodec.encode(change, version: .v2)
-        #expect(text == #"[null,null,"realtime:room:42","postgres_changes",{"data":{"columns":[{"name":"id","type":"int8"},{"name":"body","type":"text"}],"commit_timestamp":"2026-11-30T06:55:00.123Z","errors":null,"old_record":{},"record":{"body":"héllo \"q\"\n/","id":7},"schema":"public","table":"messages","type":"INSERT"},"ids":[31339845]}]"#)
+        #expect(text == #"[null,null,"realtime:room:42","postgres_changes",{"ids":[31339845],"data":{"schema":"public","table":"messages","commit_timestamp":"2026-11-30T06:55:00.123Z","type":"INSERT","columns":[{"name":"id","type":"int8"},{"name":"body","type":"text"}],"record":{"id":7,"body":"héllo \"q\"\n/"},"old_record":{},"errors":null}}]"#)
         #expect(try PhoenixTextCodec.decode(text, version: .v2) == change)
     }
 
@@ -85,8 +85,8 @@ import Testing
     }
 
     @Test func jsonValueParsing() {
-        #expect(PhoenixJSON.parse("[true,1,1.5,null,\"s\"]") == [true, 1, 1.5, nil, "s"])
-        #expect(PhoenixJSON.parse("\"a\\u0001b\"")?.serialized == "\"a\\u0001b\"")
-        #expect(PhoenixJSON.parse("{\"a\":") == nil)
+        #expect(JSONValue.parseOrNil("[true,1,1.5,null,\"s\"]") == [true, 1, 1.5, nil, "s"])
+        #expect(JSONValue.parseOrNil("\"a\\u0001b\"")?.serialized == "\"a\\u0001b\"")
+        #expect(JSONValue.parseOrNil("{\"a\":") == nil)
     }
 }

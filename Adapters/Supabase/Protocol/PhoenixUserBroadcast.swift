@@ -11,14 +11,14 @@ public struct PhoenixUserBroadcast: Sendable, Hashable {
     /// The user's broadcast event name.
     public var userEvent: String
     /// Metadata object, nil for none (size 0).
-    public var metadata: [String: PhoenixJSON]?
+    public var metadata: [String: JSONValue]?
     /// How `payload` is encoded.
     public var encoding: PhoenixPayloadEncoding
     /// The user payload bytes.
     public var payload: [UInt8]
 
     /// A frame with every field given.
-    public init(topic: String, userEvent: String, metadata: [String: PhoenixJSON]? = nil,
+    public init(topic: String, userEvent: String, metadata: [String: JSONValue]? = nil,
                 encoding: PhoenixPayloadEncoding, payload: [UInt8]) {
         self.topic = topic
         self.userEvent = userEvent
@@ -36,7 +36,7 @@ public struct PhoenixUserBroadcast: Sendable, Hashable {
     /// Encodes the 0x04 frame.
     public func encode() throws(PhoenixFrameError) -> [UInt8] {
         let topicBytes = Array(topic.utf8), eventBytes = Array(userEvent.utf8)
-        let metadataBytes = metadata.map { Array(PhoenixJSON.object($0).serialized.utf8) } ?? []
+        let metadataBytes = metadata.map { Array(JSONValue.object($0).serialized.utf8) } ?? []
         var out: [UInt8] = [Self.kind,
                             try PhoenixByteReader.length(topicBytes, "topic"),
                             try PhoenixByteReader.length(eventBytes, "user_event"),
@@ -54,9 +54,9 @@ public struct PhoenixUserBroadcast: Sendable, Hashable {
         let encoding: PhoenixPayloadEncoding = try reader.byte() == 0 ? .binary : .json
         let topic = try reader.text(topicSize, "topic")
         let userEvent = try reader.text(eventSize, "user_event")
-        var metadata: [String: PhoenixJSON]?
+        var metadata: [String: JSONValue]?
         if metadataSize > 0 {
-            guard let object = PhoenixJSON.parse(try reader.take(metadataSize))?.objectValue else {
+            guard let object = JSONValue.parseOrNil(try reader.take(metadataSize))?.objectValue else {
                 throw .invalidBinary("metadata is not a JSON object")
             }
             metadata = object

@@ -30,6 +30,15 @@ public struct PostgRESTError: Error, Sendable, Equatable {
         PostgRESTError(status: 400, code: "PGRST102", message: "Empty or invalid json", details: details)
     }
 
+    /// Parses a request body, turning invalid JSON into `PGRST102`.
+    public static func parseBody(_ text: String) throws(PostgRESTError) -> JSONValue {
+        do {
+            return try JSONValue.parse(text)
+        } catch {
+            throw invalidBody(error.message)
+        }
+    }
+
     /// A PostgreSQL `42703` (400) undefined-column error, worded like PostgreSQL.
     public static func undefinedColumn(table: String, column: String) -> PostgRESTError {
         PostgRESTError(status: 400, code: "42703", message: "column \(table).\(column) does not exist")
@@ -43,6 +52,6 @@ public struct PostgRESTError: Error, Sendable, Equatable {
 
     /// Encodes a string as a JSON string literal.
     static func quote(_ string: String) -> String {
-        PostgRESTJSONValue.string(string).serialized
+        JSONValue.string(string).serialized
     }
 }

@@ -15,7 +15,7 @@ public struct PhoenixUserBroadcastPush: Sendable, Hashable {
     /// The user's broadcast event name (the frame's Phoenix event is `broadcast`).
     public var userEvent: String
     /// Metadata object (empty when the frame carries none).
-    public var metadata: [String: PhoenixJSON]
+    public var metadata: [String: JSONValue]
     /// How `payload` is encoded.
     public var encoding: PhoenixPayloadEncoding
     /// The user payload bytes.
@@ -23,7 +23,7 @@ public struct PhoenixUserBroadcastPush: Sendable, Hashable {
 
     /// A frame with every field given.
     public init(joinRef: String, ref: String, topic: String, userEvent: String,
-                metadata: [String: PhoenixJSON] = [:], encoding: PhoenixPayloadEncoding, payload: [UInt8]) {
+                metadata: [String: JSONValue] = [:], encoding: PhoenixPayloadEncoding, payload: [UInt8]) {
         self.joinRef = joinRef
         self.ref = ref
         self.topic = topic
@@ -34,7 +34,7 @@ public struct PhoenixUserBroadcastPush: Sendable, Hashable {
     }
 
     /// The payload parsed as JSON when `encoding` is `.json`.
-    public var jsonPayload: PhoenixJSON? { encoding == .json ? PhoenixJSON.parse(payload) : nil }
+    public var jsonPayload: JSONValue? { encoding == .json ? JSONValue.parseOrNil(payload) : nil }
 
     /// Decodes a 0x03 frame.
     public static func decode(_ bytes: [UInt8]) throws(PhoenixFrameError) -> PhoenixUserBroadcastPush {
@@ -48,15 +48,15 @@ public struct PhoenixUserBroadcastPush: Sendable, Hashable {
         let ref = try reader.text(refSize, "ref")
         let topic = try reader.text(topicSize, "topic")
         let userEvent = try reader.text(eventSize, "user_event")
-        var metadata: [String: PhoenixJSON] = [:]
+        var metadata: [String: JSONValue] = [:]
         if metadataSize > 0 {
-            guard let object = PhoenixJSON.parse(try reader.take(metadataSize))?.objectValue else {
+            guard let object = JSONValue.parseOrNil(try reader.take(metadataSize))?.objectValue else {
                 throw .invalidBinary("metadata is not a JSON object")
             }
             metadata = object
         }
         let payload = reader.rest()
-        if encoding == .json, PhoenixJSON.parse(payload) == nil { throw .invalidBinary("payload is not JSON") }
+        if encoding == .json, JSONValue.parseOrNil(payload) == nil { throw .invalidBinary("payload is not JSON") }
         return PhoenixUserBroadcastPush(joinRef: joinRef, ref: ref, topic: topic, userEvent: userEvent,
                                         metadata: metadata, encoding: encoding, payload: payload)
     }
@@ -65,7 +65,7 @@ public struct PhoenixUserBroadcastPush: Sendable, Hashable {
     public func encode() throws(PhoenixFrameError) -> [UInt8] {
         let joinRefBytes = Array(joinRef.utf8), refBytes = Array(ref.utf8), topicBytes = Array(topic.utf8)
         let eventBytes = Array(userEvent.utf8)
-        let metadataBytes = metadata.isEmpty ? [] : Array(PhoenixJSON.object(metadata).serialized.utf8)
+        let metadataBytes = metadata.isEmpty ? [] : Array(JSONValue.object(metadata).serialized.utf8)
         var out: [UInt8] = [Self.kind,
                             try PhoenixByteReader.length(joinRefBytes, "join_ref"),
                             try PhoenixByteReader.length(refBytes, "ref"),

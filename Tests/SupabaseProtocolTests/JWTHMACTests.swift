@@ -1,4 +1,4 @@
-import SupabaseServer
+import SupabaseProtocol
 import SwitchboardCore
 import Testing
 

@@ -1,4 +1,5 @@
 /// The chat schema (conversations, members, messages, reactions, receipts) with row-level security for a
+import SwitchboardPostgres
 /// Supabase-like server: roles, `auth.uid()`/`auth.role()`, one change-version sequence, policies and
 /// the edit/delete windows, all enforced inside PostgreSQL. Every migration is idempotent.
 public enum ChatSchema {

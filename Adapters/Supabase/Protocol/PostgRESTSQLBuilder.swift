@@ -40,7 +40,7 @@ public struct PostgRESTSQLBuilder: Sendable {
     }
 
     /// `INSERT` (single object or array of objects), upsert via `Prefer: resolution=` + `on_conflict`.
-    public func insert(_ query: PostgRESTQuery, body: PostgRESTJSONValue) throws -> (sql: String, parameters: [String?]) {
+    public func insert(_ query: PostgRESTQuery, body: JSONValue) throws -> (sql: String, parameters: [String?]) {
         try validate(query)
         let rows = try Self.rows(from: body)
         var columns: [String] = query.insertColumns ?? []
@@ -81,7 +81,7 @@ public struct PostgRESTSQLBuilder: Sendable {
     }
 
     /// `UPDATE` (PATCH) of the filtered rows with the body object's keys.
-    public func update(_ query: PostgRESTQuery, body: PostgRESTJSONValue) throws -> (sql: String, parameters: [String?]) {
+    public func update(_ query: PostgRESTQuery, body: JSONValue) throws -> (sql: String, parameters: [String?]) {
         try validate(query)
         guard case let .object(pairs) = body else { throw PostgRESTError.invalidBody("PATCH expects a JSON object") }
         guard !pairs.isEmpty else { return ("SELECT '[]'::text AS body, 0::bigint AS total", []) }
@@ -204,7 +204,7 @@ public struct PostgRESTSQLBuilder: Sendable {
             + "count(*) AS total FROM (SELECT \(projection(query)) FROM _pgrst_rows) _pgrst_t"
     }
 
-    private static func rows(from body: PostgRESTJSONValue) throws -> [[(String, PostgRESTJSONValue)]] {
+    private static func rows(from body: JSONValue) throws -> [[(key: String, value: JSONValue)]] {
         switch body {
         case let .object(pairs): return [pairs]
         case let .array(items):

@@ -13,7 +13,7 @@ public enum PhoenixTextCodec {
 
     /// Decodes one text frame.
     public static func decode(_ text: String, version: Version) throws(PhoenixFrameError) -> PhoenixMessage {
-        guard let json = PhoenixJSON.parse(text) else { throw .invalidJSON }
+        guard let json = JSONValue.parseOrNil(text) else { throw .invalidJSON }
         switch version {
         case .v1:
             guard let object = json.objectValue else { throw .invalidShape("expected a JSON object") }
@@ -35,23 +35,23 @@ public enum PhoenixTextCodec {
 
     /// Encodes one text frame (object keys sorted).
     public static func encode(_ message: PhoenixMessage, version: Version) -> String {
-        let joinRef = message.joinRef.map(PhoenixJSON.string) ?? .null
-        let ref = message.ref.map(PhoenixJSON.string) ?? .null
+        let joinRef = message.joinRef.map(JSONValue.string) ?? .null
+        let ref = message.ref.map(JSONValue.string) ?? .null
         switch version {
         case .v1:
-            return PhoenixJSON.object(["join_ref": joinRef, "ref": ref, "topic": .string(message.topic),
+            return JSONValue.object(["join_ref": joinRef, "ref": ref, "topic": .string(message.topic),
                                        "event": .string(message.event), "payload": message.payload]).serialized
         case .v2:
-            return PhoenixJSON.array([joinRef, ref, .string(message.topic), .string(message.event), message.payload]).serialized
+            return JSONValue.array([joinRef, ref, .string(message.topic), .string(message.event), message.payload]).serialized
         }
     }
 
     /// A ref: a string, null/absent as nil, or an integer taken as its decimal text.
-    private static func ref(_ value: PhoenixJSON?, _ name: String) throws(PhoenixFrameError) -> String? {
+    private static func ref(_ value: JSONValue?, _ name: String) throws(PhoenixFrameError) -> String? {
         switch value {
         case nil, .null?: return nil
         case .string(let text)?: return text
-        case .int(let number)?: return String(number)
+        case .number(let text)? where Int64(text) != nil: return text
         default: throw .invalidShape("\(name) must be a string or null")
         }
     }

@@ -1,4 +1,4 @@
-import SupabaseServer
+import SupabaseProtocol
 import Testing
 
 @Suite struct PhoenixBinaryTests {

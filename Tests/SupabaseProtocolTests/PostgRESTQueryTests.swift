@@ -1,5 +1,5 @@
 import Testing
-@testable import SupabaseServer
+@testable import SupabaseProtocol
 
 /// Parses with the given query items and headers.
 func pgParse(_ items: [(String, String)], headers: [(String, String)] = [], table: String = "t") throws -> PostgRESTQuery {

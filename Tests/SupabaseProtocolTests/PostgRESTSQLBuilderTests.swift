@@ -1,5 +1,5 @@
 import Testing
-@testable import SupabaseServer
+@testable import SupabaseProtocol
 
 @Suite struct PostgRESTSQLBuilderTests {
     let builder = PostgRESTSQLBuilder(table: PostgRESTTableSchema(name: "messages", columns: [
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func singleInsert() throws {
-        let body = try PostgRESTJSONValue.parse(#"{"room_id": 42, "body": "hi", "meta": {"a": [1, true]}, "sent": null}"#)
+        let body = try JSONValue.parse(#"{"room_id": 42, "body": "hi", "meta": {"a": [1, true]}, "sent": null}"#)
         let r = try builder.insert(q([]), body: body)
         #expect(r.sql == "INSERT INTO \"public\".\"messages\" (\"room_id\", \"body\", \"meta\", \"sent\") "
             + "VALUES ($1::integer, $2::text, $3::jsonb, $4::boolean)")
@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test func bulkInsertUnionOfKeysWithDefaultAndRepresentation() throws {
-        let body = try PostgRESTJSONValue.parse(#"[{"id": 1, "body": "a"}, {"body": "b", "sent": false}]"#)
+        let body = try JSONValue.parse(#"[{"id": 1, "body": "a"}, {"body": "b", "sent": false}]"#)
         let r = try builder.insert(q([("select", "id")], [("Prefer", "return=representation")]), body: body)
         #expect(r.sql == "WITH _pgrst_rows AS (INSERT INTO \"public\".\"messages\" (\"id\", \"body\", \"sent\") "
             + "VALUES ($1::bigint, $2::text, DEFAULT), (DEFAULT, $3::text, $4::boolean) RETURNING *) "
@@ -84,13 +84,13 @@ import Testing
     }
 
     @Test func emptyObjectsInsertDefaults() throws {
-        let r = try builder.insert(q([]), body: try PostgRESTJSONValue.parse("[{},{}]"))
+        let r = try builder.insert(q([]), body: try JSONValue.parse("[{},{}]"))
         #expect(r.sql == "INSERT INTO \"public\".\"messages\" SELECT FROM generate_series(1, $1::integer)")
         #expect(r.parameters == ["2"])
     }
 
     @Test func upserts() throws {
-        let body = try PostgRESTJSONValue.parse(#"{"id": 7, "body": "x"}"#)
+        let body = try JSONValue.parse(#"{"id": 7, "body": "x"}"#)
         let ignore = try builder.insert(q([], [("Prefer", "resolution=ignore-duplicates")]), body: body)
         #expect(ignore.sql == "INSERT INTO \"public\".\"messages\" (\"id\", \"body\") VALUES ($1::bigint, $2::text) "
             + "ON CONFLICT (\"id\") DO NOTHING")
@@ -106,7 +106,7 @@ import Testing
 
     @Test func updateAndDelete() throws {
         let r = try builder.update(q([("id", "eq.3")], [("Prefer", "return=representation")]),
-                                   body: try PostgRESTJSONValue.parse(#"{"body": "new", "sent": true}"#))
+                                   body: try JSONValue.parse(#"{"body": "new", "sent": true}"#))
         #expect(r.sql == "WITH _pgrst_rows AS (UPDATE \"public\".\"messages\" SET \"body\" = $1::text, \"sent\" = $2::boolean "
             + "WHERE \"id\" = $3::bigint RETURNING *) " + base + "count(*) AS total FROM (SELECT * FROM _pgrst_rows) _pgrst_t")
         #expect(r.parameters == ["new", "true", "3"])
@@ -152,11 +152,11 @@ import Testing
 
     @Test func jsonRoundTrip() throws {
         let text = #"{"a":[1,-2.5e3,true,false,null],"b":"q\"\\\n\u0001é😀","c":{}}"#
-        let v = try PostgRESTJSONValue.parse(text)
+        let v = try JSONValue.parse(text)
         #expect(v.serialized == #"{"a":[1,-2.5e3,true,false,null],"b":"q\"\\\n\u0001é😀","c":{}}"#)
-        #expect(try PostgRESTJSONValue.parse(#""\ud83d\ude00""#) == .string("😀"))
+        #expect(try JSONValue.parse(#""\ud83d\ude00""#) == .string("😀"))
         for bad in ["", "{", "[1,]", "{\"a\" 1}", "01x", "\"abc", "tru", "1 2"] {
-            #expect(pgError { _ = try PostgRESTJSONValue.parse(bad) }?.code == "PGRST102", "\(bad)")
+            #expect(pgError { _ = try PostgRESTError.parseBody(bad) }?.code == "PGRST102", "\(bad)")
         }
     }
 }

@@ -1,0 +1,363 @@
+import Foundation
+
+/// A JSON value that keeps object key order and number text, shared by REST bodies, Phoenix frames and JWTs.
+public indirect enum JSONValue: Sendable {
+    /// JSON `null`.
+    case null
+    /// JSON `true` / `false`.
+    case bool(Bool)
+    /// A JSON number, kept as its original text so no precision is lost.
+    case number(String)
+    /// A JSON string.
+    case string(String)
+    /// A JSON array.
+    case array([JSONValue])
+    /// A JSON object with members in document order.
+    case object([(key: String, value: JSONValue)])
+
+    /// An object from a dictionary, members sorted by key so the serialization is deterministic.
+    public static func object(_ members: [String: JSONValue]) -> JSONValue {
+        .object(members.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) })
+    }
+
+    /// A number from an integer.
+    public static func int(_ value: Int64) -> JSONValue { .number(String(value)) }
+
+    /// A number from a double (`null` when not finite).
+    public static func double(_ value: Double) -> JSONValue { value.isFinite ? .number("\(value)") : .null }
+
+    /// The member named `key` if this is an object (the last one when a key repeats).
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.last { $0.key == key }?.value
+    }
+
+    /// The string if this is a string.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The boolean if this is a boolean.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// The number as a 64-bit integer if it is an integral number that fits.
+    public var intValue: Int64? {
+        if case .number(let text) = self { return Int64(text) ?? Double(text).flatMap { Int64(exactly: $0) } }
+        return nil
+    }
+
+    /// The number as a double if this is a number.
+    public var doubleValue: Double? {
+        if case .number(let text) = self { return Double(text) }
+        return nil
+    }
+
+    /// The members as a dictionary if this is an object (the last one wins when a key repeats).
+    public var objectValue: [String: JSONValue]? {
+        guard case .object(let members) = self else { return nil }
+        return Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The members in document order if this is an object.
+    public var members: [(key: String, value: JSONValue)]? {
+        if case .object(let members) = self { return members }
+        return nil
+    }
+
+    /// The elements if this is an array.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+
+    /// Whether this is `null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// The text bound as a SQL parameter: strings raw, `null` as SQL NULL, everything else as JSON text.
+    public var parameterText: String? {
+        switch self {
+        case .null: return nil
+        case .string(let value): return value
+        default: return serialized
+        }
+    }
+
+    /// Compact JSON text: members in order, slashes unescaped, non-ASCII kept as UTF-8.
+    public var serialized: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    /// Appends the compact serialization to `out`.
+    public func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let value): out += value ? "true" : "false"
+        case .number(let text): out += text
+        case .string(let value): JSONStringLiteral.append(value, to: &out)
+        case .array(let elements):
+            out += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out += "," }
+                element.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (index, member) in members.enumerated() {
+                if index > 0 { out += "," }
+                JSONStringLiteral.append(member.key, to: &out)
+                out += ":"
+                member.value.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+}
+
+extension JSONValue: Hashable {
+    /// Structural equality: objects compare as key → value maps, numbers by their numeric value.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.number(a), .number(b)): return a == b || (Double(a) != nil && Double(a) == Double(b))
+        case let (.string(a), .string(b)): return a == b
+        case let (.array(a), .array(b)): return a == b
+        case (.object, .object): return lhs.objectValue == rhs.objectValue
+        default: return false
+        }
+    }
+
+    /// Hashes consistently with `==`.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .number(let text): hasher.combine(Double(text) ?? 0)
+        case .string(let value): hasher.combine(value)
+        case .array(let elements): hasher.combine(elements)
+        case .object: hasher.combine(objectValue)
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    /// `nil` is JSON `null`.
+    public init(nilLiteral: ()) { self = .null }
+    /// A boolean literal.
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer literal.
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A floating-point literal.
+    public init(floatLiteral value: Double) { self = .double(value) }
+    /// A string literal.
+    public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal.
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A dictionary literal; members keep the literal's order.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(elements.map { (key: $0.0, value: $0.1) })
+    }
+}
+
+/// Why a text is not JSON, with the byte offset.
+public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong, e.g. "invalid literal at offset 3".
+    public let message: String
+    /// The message.
+    public var description: String { message }
+}
+
+extension JSONValue {
+    /// The deepest nesting accepted, so hostile input cannot exhaust the stack.
+    public static let maximumDepth = 512
+
+    /// Parses JSON text (any top-level value).
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    /// Parses UTF-8 JSON bytes (any top-level value).
+    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
+        var reader = JSONReader(bytes: Array(bytes))
+        reader.skipWhitespace()
+        let value = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.index == reader.bytes.count else { throw reader.fail("trailing characters") }
+        return value
+    }
+
+    /// Parses JSON text, or nil when it is not valid JSON.
+    public static func parseOrNil(_ text: String) -> JSONValue? { try? parse(text) }
+
+    /// Parses UTF-8 JSON bytes, or nil when they are not valid JSON.
+    public static func parseOrNil(_ bytes: some Collection<UInt8>) -> JSONValue? { try? parse(bytes) }
+}
+
+/// A strict RFC 8259 reader over UTF-8 bytes.
+private struct JSONReader {
+    let bytes: [UInt8]
+    var index = 0
+
+    func fail(_ what: String) -> JSONParseError { JSONParseError(message: "\(what) at offset \(index)") }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D
+                || bytes[index] == 0x09 {
+            index += 1
+        }
+    }
+
+    mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth < JSONValue.maximumDepth else { throw fail("nesting too deep") }
+        guard index < bytes.count else { throw fail("unexpected end") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"):
+            index += 1
+            var members: [(key: String, value: JSONValue)] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected key") }
+                let key = try string()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipWhitespace()
+                members.append((key: key, value: try value(depth: depth + 1)))
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unterminated object") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+                throw fail("expected ',' or '}'")
+            }
+        case UInt8(ascii: "["):
+            index += 1
+            var elements: [JSONValue] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+            while true {
+                skipWhitespace()
+                elements.append(try value(depth: depth + 1))
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unterminated array") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+                throw fail("expected ',' or ']'")
+            }
+        case UInt8(ascii: "\""):
+            return .string(try string())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        default:
+            return .number(try number())
+        }
+    }
+
+    mutating func literal(_ word: String) throws(JSONParseError) {
+        for byte in word.utf8 {
+            guard index < bytes.count, bytes[index] == byte else { throw fail("invalid literal") }
+            index += 1
+        }
+    }
+
+    private mutating func digits() -> Int {
+        let start = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+        return index - start
+    }
+
+    mutating func number() throws(JSONParseError) -> String {
+        let start = index
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let integerStart = index
+        let integerDigits = digits()
+        guard integerDigits > 0 else { throw fail("invalid number") }
+        if integerDigits > 1, bytes[integerStart] == UInt8(ascii: "0") { throw fail("leading zero") }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits() > 0 else { throw fail("invalid number") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { throw fail("invalid number") }
+        }
+        return String(decoding: bytes[start..<index], as: UTF8.self)
+    }
+
+    mutating func string() throws(JSONParseError) -> String {
+        index += 1
+        var out = [UInt8]()
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                guard let text = String(validating: out, as: UTF8.self) else { throw fail("invalid UTF-8") }
+                return text
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { throw fail("unterminated escape") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5C)
+                case UInt8(ascii: "/"): out.append(0x2F)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var code = try hex4()
+                    if (0xD800..<0xDC00).contains(code) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                              bytes[index + 1] == UInt8(ascii: "u") else { throw fail("lone surrogate") }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw fail("invalid surrogate pair") }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { throw fail("invalid code point") }
+                    out.append(contentsOf: Array(String(Character(scalar)).utf8))
+                default: throw fail("invalid escape")
+                }
+            default:
+                guard byte >= 0x20 else { throw fail("control character in string") }
+                out.append(byte)
+            }
+        }
+        throw fail("unterminated string")
+    }
+
+    mutating func hex4() throws(JSONParseError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw fail("short \\u escape") }
+        var code: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw fail("invalid \\u escape")
+            }
+            code = code * 16 + UInt32(digit)
+            index += 1
+        }
+        return code
+    }
+}
