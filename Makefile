@@ -3,14 +3,14 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-dev libssl-dev python3-venv libpq-dev postgresql
 BIN := .build/debug/switchboard
 VENV := .venv
-PYTHON_PACKAGES := websockets==15.0.1
+PYTHON_PACKAGES := websockets==15.0.1 supabase==2.34.1 postgrest==2.34.1 realtime==2.34.1 storage3==2.34.1
 
 .PHONY: deps build test demo conformance clean
 
 deps: $(VENV)/.installed
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
 
-## Python peers the interop tests talk to (the real `websockets` package, later the official clients).
+## Python peers the interop tests talk to: the real `websockets` package and the official Supabase clients.
 $(VENV)/.installed: Makefile
 	@python3 -m venv $(VENV)
 	@$(VENV)/bin/pip install -q --disable-pip-version-check $(PYTHON_PACKAGES)

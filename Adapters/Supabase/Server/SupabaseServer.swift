@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+import SupabaseProtocol
+import SwitchboardNet
+import SwitchboardPostgres
+
+/// The Supabase-like server: PostgREST-style REST, Phoenix realtime and storage over real PostgreSQL.
+///
+/// `start()` brings up a private PostgreSQL cluster under the data directory (unless a database URL is
+/// configured), applies the chat schema and any extra SQL files, then serves `/rest/v1`, `/storage/v1` and
+/// `/realtime/v1/websocket` on loopback. `stop()` closes sockets, the pool and the private cluster.
+public final class SupabaseServer: Sendable {
+    private struct Running: Sendable {
+        var http: HTTPServer
+        var context: SupabaseServerContext
+        var realtime: RealtimeHub
+        var cluster: PostgresCluster?
+    }
+
+    /// The configuration the server was made with.
+    public let configuration: SupabaseServerConfiguration
+    private let running = Mutex<Running?>(nil)
+
+    /// A server that does nothing until `start()`.
+    public init(configuration: SupabaseServerConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// The bound port while running.
+    public var port: Int? { running.withLock { $0?.http.port } }
+
+    /// The shared context while running (tests use it to reach the database).
+    public var context: SupabaseServerContext? { running.withLock { $0?.context } }
+
+    /// Starts everything and returns the bound port.
+    @discardableResult
+    public func start() async throws -> Int {
+        if let port { return port }
+        let fileManager = FileManager.default
+        try fileManager.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+        var cluster: PostgresCluster?
+        let databaseURL: String
+        if let url = configuration.databaseURL {
+            databaseURL = url
+        } else {
+            let privateCluster = PostgresCluster(dataDirectory: configuration.dataDirectory.appendingPathComponent("postgres"))
+            databaseURL = try privateCluster.start()
+            cluster = privateCluster
+        }
+        do {
+            try Self.migrate(databaseURL: databaseURL, extraSQLFiles: configuration.extraSQLFiles)
+            let pool = PostgresPool(url: databaseURL, size: configuration.poolSize)
+            let context = SupabaseServerContext(configuration: configuration, databaseURL: databaseURL, pool: pool)
+            let rest = RestGateway(context: context)
+            let storage = try StorageService(context: context)
+            let realtime = RealtimeHub(context: context)
+            try realtime.start()
+
+            var httpConfiguration = HTTPServer.Configuration()
+            httpConfiguration.host = configuration.host
+            httpConfiguration.port = configuration.port
+            httpConfiguration.maxRequestBodySize = max(configuration.maxRESTBodySize, configuration.maxObjectSize) + (64 << 10)
+            httpConfiguration.requestTimeout = .seconds(30)
+            httpConfiguration.workerThreads = 32
+            httpConfiguration.log = configuration.log
+            let http = HTTPServer(configuration: httpConfiguration)
+            for method: HTTPMethod in [.get, .head, .post, .put, .patch, .delete, .options] {
+                http.route(method, "/rest/v1") { request in await rest.handle(request) }
+                http.route(method, "/storage/v1") { request in await storage.handle(request) }
+            }
+            http.webSocket("/realtime/v1/websocket") { connection in await realtime.serve(connection) }
+            let port = try http.start()
+            running.withLock { $0 = Running(http: http, context: context, realtime: realtime, cluster: cluster) }
+            return port
+        } catch {
+            try? cluster?.stop()
+            throw error
+        }
+    }
+
+    /// Stops serving, closes the pool and stops the private cluster; safe to call twice.
+    public func stop() async {
+        guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
+        await current.http.stop()
+        await current.realtime.stop()
+        current.context.pool.close()
+        do {
+            try current.cluster?.stop()
+        } catch {
+            configuration.log?("stopping PostgreSQL failed: \(error)")
+        }
+    }
+
+    /// Applies the chat schema, then each extra SQL file in its own transaction (an error names the file).
+    static func migrate(databaseURL: String, extraSQLFiles: [URL]) throws {
+        let connection = try PostgresConnection(url: databaseURL)
+        defer { connection.close() }
+        try ChatSchema.apply(to: connection)
+        for file in extraSQLFiles {
+            let sql: String
+            do {
+                sql = try String(contentsOf: file, encoding: .utf8)
+            } catch {
+                throw SupabaseServerError(message: "cannot read SQL file \(file.path): \(error.localizedDescription)")
+            }
+            do {
+                _ = try connection.transaction { try $0.execute(sql) }
+            } catch {
+                throw SupabaseServerError(message: "SQL file \(file.lastPathComponent) failed: \(error)")
+            }
+        }
+    }
+}
+
+/// A start-up failure with a message fit for the command line.
+public struct SupabaseServerError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public let message: String
+    /// The message.
+    public var description: String { message }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// Everything `switchboard serve supabase` can be told; defaults suit tests and local use.
+public struct SupabaseServerConfiguration: Sendable {
+    /// The loopback address to bind.
+    public var host = "127.0.0.1"
+    /// The port to bind; 0 picks a free one.
+    public var port = 0
+    /// Where the private PostgreSQL cluster (when no URL is given) and the storage buckets live.
+    public var dataDirectory: URL
+    /// The HS256 secret every JWT is checked against; never logged.
+    public var jwtSecret: String
+    /// An existing database to use instead of a private cluster.
+    public var databaseURL: String?
+    /// Extra schema files applied, in order, after the built-in migrations.
+    public var extraSQLFiles: [URL] = []
+    /// Connections kept to PostgreSQL for REST, storage and realtime checks.
+    public var poolSize = 8
+    /// The largest REST request body accepted (413 beyond it).
+    public var maxRESTBodySize = 1 << 20
+    /// The largest storage object accepted (413 `EntityTooLarge` beyond it).
+    public var maxObjectSize = 50 << 20
+    /// How long a signed upload URL stays valid.
+    public var signedUploadLifetime: Duration = .seconds(2 * 60 * 60)
+    /// Where diagnostics go; secrets and tokens are never passed to it.
+    public var log: (@Sendable (String) -> Void)?
+
+    /// A configuration with the required data directory and secret.
+    public init(dataDirectory: URL, jwtSecret: String) {
+        self.dataDirectory = dataDirectory
+        self.jwtSecret = jwtSecret
+    }
+}
