@@ -54,6 +54,10 @@ public final class PostgresCluster: Sendable {
                 try run("initdb", ["-D", path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"],
                         asPostgres: runAsPostgres, step: "initdb")
             }
+            if FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("postmaster.pid").path) {
+                // A previous owner was killed without stopping its server: stop that orphan before starting ours.
+                try? run("pg_ctl", ["-D", path, "-m", "fast", "-w", "stop"], asPostgres: runAsPostgres, step: "pg_ctl stop (orphan)")
+            }
             let options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(path) -c fsync=off"
             try run("pg_ctl", ["-D", path, "-o", options, "-w", "-l", logURL.path, "start"],
                     asPostgres: runAsPostgres, step: "pg_ctl start")

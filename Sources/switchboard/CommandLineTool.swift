@@ -77,6 +77,16 @@ enum CommandLineTool {
           --id-scheme S           client | content | server (default client)
           --resume                compose nothing; finish what the store holds, then exit
 
+      serve supabase            Run the Supabase-like reference server (REST, realtime, storage) on loopback;
+                                prints `listening on http://127.0.0.1:PORT` once ready, stops on SIGINT/SIGTERM.
+          --data-dir DIR          private PostgreSQL cluster and storage buckets (required)
+          --jwt-secret S          HS256 secret, at least 32 characters (or SWITCHBOARD_JWT_SECRET)
+          --port N                port to bind (default 0: a free one)
+          --database-url URL      use this PostgreSQL database instead of a private cluster
+          --sql FILE              apply this schema file after the built-in migrations (repeatable)
+          --max-object-size N     largest storage object in bytes (default 52428800)
+          --verbose               log requests and internals to standard error
+
       help, --help              Show this text.
 
     Exit status: 0 on success, 1 on failure, 2 on a usage error.
@@ -99,6 +109,8 @@ enum CommandLineTool {
                 return try await ConformanceCommand.run(rest)
             case "burst":
                 return try await BurstCommand.run(rest)
+            case "serve":
+                return try await ServeCommand.run(rest)
             default:
                 throw UsageError("unknown command '\(command)'")
             }

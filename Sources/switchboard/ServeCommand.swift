@@ -1,0 +1,110 @@
+import Dispatch
+import Foundation
+import SupabaseServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `switchboard serve <backend>`: runs a reference server on loopback until SIGINT or SIGTERM.
+enum ServeCommand {
+    /// Parses the options, starts the server, prints the one `listening on` line and waits for a signal.
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        guard let backend = arguments.first, !backend.hasPrefix("--") else {
+            throw UsageError("serve needs a backend: supabase")
+        }
+        let options = try Arguments(Array(arguments.dropFirst()), booleanFlags: ["verbose"])
+        switch backend {
+        case "supabase":
+            return try await serveSupabase(options)
+        default:
+            throw UsageError("unknown backend '\(backend)' for serve (supabase)")
+        }
+    }
+
+    private static func serveSupabase(_ options: Arguments) async throws -> Int32 {
+        try options.check(allowed: ["port", "host", "data-dir", "jwt-secret", "database-url", "sql", "verbose",
+                                    "max-object-size"])
+        guard options.positional.isEmpty else {
+            throw UsageError("unexpected argument '\(options.positional[0])'")
+        }
+        guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
+            throw UsageError("--data-dir DIR is required (the private PostgreSQL cluster and storage live there)")
+        }
+        let secret = options.value("jwt-secret") ?? ProcessInfo.processInfo.environment["SWITCHBOARD_JWT_SECRET"]
+        guard let secret, !secret.isEmpty else {
+            throw UsageError("--jwt-secret SECRET (or SWITCHBOARD_JWT_SECRET) is required")
+        }
+        guard secret.utf8.count >= 32 else {
+            throw UsageError("--jwt-secret must be at least 32 characters (HS256 keys shorter than that are guessable)")
+        }
+        let directory = URL(fileURLWithPath: dataDirectory, isDirectory: true).standardizedFileURL
+        var configuration = SupabaseServerConfiguration(dataDirectory: directory, jwtSecret: secret)
+        configuration.port = try port(options.value("port"))
+        if let host = options.value("host") { configuration.host = host }
+        configuration.databaseURL = options.value("database-url")
+        configuration.extraSQLFiles = try options.all("sql").map { path in
+            let url = URL(fileURLWithPath: path)
+            guard FileManager.default.isReadableFile(atPath: url.path) else {
+                throw UsageError("--sql \(path): no such readable file")
+            }
+            return url
+        }
+        if let size = options.value("max-object-size") {
+            guard let bytes = Int(size), bytes > 0 else { throw UsageError("--max-object-size must be a positive byte count") }
+            configuration.maxObjectSize = bytes
+        }
+        if options.has("verbose") {
+            configuration.log = { line in FileHandle.standardError.write(Data("supabase: \(line)\n".utf8)) }
+        }
+
+        let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let server = SupabaseServer(configuration: configuration)
+        let port: Int
+        do {
+            port = try await server.start()
+        } catch {
+            await server.stop()
+            throw error
+        }
+        writeLine("listening on http://\(configuration.host):\(port)")
+        let signal = await stopSignal.wait()
+        FileHandle.standardError.write(Data("switchboard: signal \(signal), stopping\n".utf8))
+        await server.stop()
+        return 0
+    }
+
+    /// A port number 0…65535 (0: pick a free one).
+    static func port(_ text: String?) throws -> Int {
+        guard let text else { return 0 }
+        guard let port = Int(text), (0...65_535).contains(port) else {
+            throw UsageError("--port must be 0…65535 (got '\(text)')")
+        }
+        return port
+    }
+}
+
+/// Turns the first of a set of signals into an awaitable value; the default action is disabled while waiting.
+final class SignalWaiter {
+    private let stream: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+
+    /// Starts catching `signals`.
+    init(signals: [Int32]) {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        self.stream = stream
+        sources = signals.map { number in
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+    }
+
+    /// The first signal received.
+    func wait() async -> Int32 {
+        for await number in stream { return number }
+        return 0
+    }
+}

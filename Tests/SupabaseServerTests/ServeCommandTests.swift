@@ -1,0 +1,109 @@
+import Foundation
+import SupabaseProtocol
+import SwitchboardNet
+import Testing
+import TestSupport
+
+/// `switchboard serve supabase` as an operator runs it: one ready line, requests served, a clean stop on SIGTERM.
+@Suite("switchboard serve supabase", .serialized)
+struct ServeCommandTests {
+    private static let secret = "serve-command-test-secret-0123456789abcdef"
+
+    @Test("prints one listening line, serves REST, and on SIGTERM stops PostgreSQL and exits 0")
+    func servesAndStopsCleanly() async throws {
+        let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-serve-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: root) }
+        let process = Process()
+        process.executableURL = try SwitchboardExecutable.locate()
+        process.arguments = ["serve", "supabase", "--port", "0", "--data-dir", root.path, "--jwt-secret", Self.secret]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.interrupt(); kill(process.processIdentifier, SIGKILL) } }
+
+        let lines = LineCollector(stdout.fileHandleForReading)
+        let first = try await lines.firstLine(timeout: .seconds(60))
+        let match = try #require(first.wholeMatch(of: /listening on http:\/\/127\.0\.0\.1:(\d+)/), "got \(first)")
+        let port = try #require(Int(match.1))
+
+        let token = JWTSigner(secret: Self.secret).sign(claims: ["role": "service_role",
+                                                                  "exp": .int(Int64(Date().timeIntervalSince1970) + 600)])
+        let client = HTTPClient()
+        var request = HTTPRequest(method: .get, url: try #require(URL(string: "http://127.0.0.1:\(port)/rest/v1/conversations")))
+        request.headers.add("apikey", token)
+        request.headers.add("Authorization", "Bearer \(token)")
+        let response = try await client.send(request)
+        #expect(response.status == 200)
+
+        kill(process.processIdentifier, SIGTERM)
+        let exited = await Self.waitForExit(process, timeout: .seconds(30))
+        #expect(exited, "serve did not exit within 30 s of SIGTERM")
+        #expect(process.terminationStatus == 0)
+        #expect(lines.allLines() == [first], "serve printed more than the one ready line")
+        let pidFile = root.appendingPathComponent("postgres/postmaster.pid").path
+        #expect(!FileManager.default.fileExists(atPath: pidFile), "the private PostgreSQL cluster was left running")
+    }
+
+    @Test("a missing data directory or a short secret is a usage error (status 2) that names the option")
+    func usageErrors() async throws {
+        for (arguments, expected) in [(["serve", "supabase", "--jwt-secret", Self.secret], "--data-dir"),
+                                      (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", "short"], "--jwt-secret"),
+                                      (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--port", "70000"], "--port"),
+                                      (["serve", "nosuch"], "unknown backend")] {
+            let process = Process()
+            process.executableURL = try SwitchboardExecutable.locate()
+            process.arguments = arguments
+            let stderr = Pipe()
+            process.standardError = stderr
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 2, "\(arguments)")
+            #expect(text.contains(expected), "\(arguments): \(text)")
+        }
+    }
+
+    private static func waitForExit(_ process: Process, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        return !process.isRunning
+    }
+}
+
+/// Collects a pipe's output as lines while the process runs.
+final class LineCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffer = Data()
+    private var lines: [String] = []
+
+    init(_ handle: FileHandle) {
+        handle.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self else { return }
+            if data.isEmpty { handle.readabilityHandler = nil; return }
+            self.lock.withLock {
+                self.buffer.append(data)
+                while let newline = self.buffer.firstIndex(of: 0x0A) {
+                    self.lines.append(String(decoding: self.buffer[..<newline], as: UTF8.self))
+                    self.buffer.removeSubrange(...newline)
+                }
+            }
+        }
+    }
+
+    /// Every complete line so far.
+    func allLines() -> [String] { lock.withLock { lines } }
+
+    /// The first line, waiting up to `timeout`.
+    func firstLine(timeout: Duration) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = allLines().first { return line }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestSetupError("no line on standard output within \(timeout)")
+    }
+}
