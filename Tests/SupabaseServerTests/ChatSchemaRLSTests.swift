@@ -276,6 +276,34 @@ struct ChatSchemaRLSTests {
         #expect(removed == 1)
     }
 
+    @Test("reactions and receipts take their message's conversation (a client cannot choose it); removal bumps the version")
+    func syncColumns() throws {
+        let fixture = try fixture()
+        let message = try send(fixture, as: "bob", body: "sync me")
+        let other = try #require(try fixture.connection.query("INSERT INTO conversations (title) VALUES ('other') RETURNING id").rows.first?[0] ?? nil)
+        let inserted = try act(fixture.connection, as: "alice") { connection in
+            try connection.query("""
+                INSERT INTO reactions (message_id, user_id, symbol, conversation_id) VALUES ($1, 'alice', '👍', $2)
+                RETURNING conversation_id, active, version
+                """, [message, other]).rows
+        }
+        #expect(inserted.first?[0] == fixture.conversation)
+        #expect(inserted.first?[1] == "t")
+        let removed = try act(fixture.connection, as: "alice") { connection in
+            try connection.query("""
+                UPDATE reactions SET active = false WHERE message_id = $1 AND user_id = 'alice' AND symbol = '👍'
+                RETURNING active, version
+                """, [message]).rows
+        }
+        #expect(removed.first?[0] == "f")
+        #expect(Int(removed.first?[1] ?? "") ?? 0 > Int(inserted.first?[2] ?? "") ?? .max)
+        let receipt = try act(fixture.connection, as: "alice") { connection in
+            try connection.query("INSERT INTO receipts (message_id, user_id, state) VALUES ($1, 'alice', 'read') RETURNING conversation_id",
+                                 [message]).rows
+        }
+        #expect(receipt == [[fixture.conversation]])
+    }
+
     @Test("a receipt stepping back from read to delivered is ignored (zero rows, state stays read)")
     func receiptsNeverStepBack() throws {
         let fixture = try fixture()

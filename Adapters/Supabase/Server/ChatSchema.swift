@@ -12,6 +12,7 @@ public enum ChatSchema {
         (name: "005_guards", sql: guards),
         (name: "006_grants", sql: grants),
         (name: "007_row_level_security", sql: rowLevelSecurity),
+        (name: "008_sync_columns", sql: syncColumns),
     ]
 
     /// Applies every migration in order, each in its own transaction, serialised by an advisory lock.
@@ -24,6 +25,36 @@ public enum ChatSchema {
             }
         }
     }
+
+    /// Delta sync per conversation: reactions and receipts carry their message's conversation (set by trigger,
+    /// never by the client), and a reaction is removed by clearing `active`, so the removal bumps `version` and
+    /// reaches a client that was offline, where a DELETE would leave nothing behind to sync.
+    private static let syncColumns = """
+        ALTER TABLE public.reactions ADD COLUMN IF NOT EXISTS conversation_id uuid;
+        ALTER TABLE public.reactions ADD COLUMN IF NOT EXISTS active boolean NOT NULL DEFAULT true;
+        ALTER TABLE public.receipts ADD COLUMN IF NOT EXISTS conversation_id uuid;
+
+        CREATE OR REPLACE FUNCTION public.fill_conversation() RETURNS trigger
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+        BEGIN
+          SELECT m.conversation_id INTO NEW.conversation_id FROM public.messages m WHERE m.id = NEW.message_id;
+          RETURN NEW;
+        END
+        $$;
+        CREATE OR REPLACE TRIGGER reactions_conversation BEFORE INSERT OR UPDATE ON public.reactions
+          FOR EACH ROW EXECUTE FUNCTION public.fill_conversation();
+        CREATE OR REPLACE TRIGGER receipts_conversation BEFORE INSERT OR UPDATE ON public.receipts
+          FOR EACH ROW EXECUTE FUNCTION public.fill_conversation();
+
+        UPDATE public.reactions r SET conversation_id = m.conversation_id
+          FROM public.messages m WHERE m.id = r.message_id AND r.conversation_id IS NULL;
+        UPDATE public.receipts r SET conversation_id = m.conversation_id
+          FROM public.messages m WHERE m.id = r.message_id AND r.conversation_id IS NULL;
+
+        CREATE INDEX IF NOT EXISTS messages_conversation_version_idx ON public.messages (conversation_id, version);
+        CREATE INDEX IF NOT EXISTS reactions_conversation_version_idx ON public.reactions (conversation_id, version);
+        CREATE INDEX IF NOT EXISTS receipts_conversation_version_idx ON public.receipts (conversation_id, version);
+        """
 
     private static let roles = """
         DO $$
