@@ -304,6 +304,26 @@ struct ChatSchemaRLSTests {
         #expect(receipt == [[fixture.conversation]])
     }
 
+    @Test("versions commit in order: a second writer waits for the first to commit, then gets a larger version")
+    func versionsCommitInOrder() throws {
+        let fixture = try fixture()
+        let second = try PostgresConnection(url: try PostgresTestCluster.required().url)
+        defer { second.close() }
+        let insert = "INSERT INTO messages (conversation_id, sender_id, body) VALUES ($1, 'alice', $2) RETURNING version"
+        try fixture.connection.execute("BEGIN")
+        let first = try fixture.connection.query(insert, [fixture.conversation, "first"]).rows.first?[0] ?? nil
+        let blocked = #expect(throws: PostgresError.self) {
+            try second.transaction { connection in
+                try connection.execute("SET LOCAL lock_timeout = '200ms'")
+                return try connection.query(insert, [fixture.conversation, "too early"])
+            }
+        }
+        #expect(blocked?.sqlState == "55P03", "\(String(describing: blocked))")
+        try fixture.connection.execute("COMMIT")
+        let later = try second.query(insert, [fixture.conversation, "second"]).rows.first?[0] ?? nil
+        #expect(Int64(later ?? "") ?? 0 > Int64(first ?? "") ?? .max)
+    }
+
     @Test("a receipt stepping back from read to delivered is ignored (zero rows, state stays read)")
     func receiptsNeverStepBack() throws {
         let fixture = try fixture()

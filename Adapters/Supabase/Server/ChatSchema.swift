@@ -174,6 +174,10 @@ public enum ChatSchema {
         CREATE OR REPLACE FUNCTION public.bump_version() RETURNS trigger
         LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
         BEGIN
+          -- Versions must become visible in order, or a delta sync reading "version > N" could pass over a
+          -- smaller version still uncommitted. Writers of chat rows therefore hold one transaction-scoped lock
+          -- from their first versioned row to commit: commit order equals version order.
+          PERFORM pg_advisory_xact_lock(7031843572);
           NEW.version := nextval('public.change_version');
           RETURN NEW;
         END

@@ -1,0 +1,354 @@
+import Foundation
+import Synchronization
+import SupabaseProtocol
+import SwitchboardCore
+import SwitchboardNet
+
+/// The Supabase-like backend behind the `ChatAdapter` contract: PostgREST for writes, history and delta sync,
+/// Phoenix realtime for live changes and typing, Storage for attachments.
+///
+/// IDs are client-assigned: a message's row `id` is its `MessageID`, so `prepare` knows the backend ID without
+/// the network, and `publish` is an upsert that ignores duplicates — any retry or replay is harmless.
+public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
+    TypingAdapter, UploadingAdapter {
+    /// Where the server is and who signs in.
+    public struct Configuration: Sendable {
+        /// The server's base URL, e.g. `http://127.0.0.1:54321`.
+        public var baseURL: URL
+        /// The project's API key (the anon key).
+        public var apiKey: String
+        /// The signed-in user's JWT (its `sub` must be `localUser`).
+        public var accessToken: String
+        /// The signed-in user.
+        public var localUser: UserID
+        /// This backend's name in ID mappings.
+        public var backend: BackendID = "supabase"
+        /// The storage bucket attachments go to.
+        public var bucket = "attachments"
+        /// Faults to inject (conformance tests only).
+        public var faults: SupabaseFaults?
+
+        /// A configuration for `localUser` at `baseURL`.
+        public init(baseURL: URL, apiKey: String, accessToken: String, localUser: UserID) {
+            self.baseURL = baseURL
+            self.apiKey = apiKey
+            self.accessToken = accessToken
+            self.localUser = localUser
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    /// This backend's name in ID mappings.
+    public var backend: BackendID { configuration.backend }
+    /// The signed-in user.
+    public var localUser: UserID { configuration.localUser }
+    /// Client-assigned IDs; the outbox emulates noSend.
+    public let capabilities = AdapterCapabilities(idScheme: .clientAssigned, maxTextBytes: 64 * 1024,
+                                                  maxAttachmentBytes: 50 * 1024 * 1024, maxAttachmentsPerMessage: 10,
+                                                  hasNativeNoSend: false)
+    /// Re-tapping a symbol toggles it (the reactions table keys on message, user and symbol).
+    public let reactionPolicy = ReactionPolicy.onePerUserPerSymbol
+
+    let rest: SupabaseREST
+    private let live = Mutex<[UUID: (ConversationID, SupabaseRealtime)]>([:])
+
+    /// An adapter for `configuration`, sharing `http` (one connection pool) when given.
+    public init(configuration: Configuration, http: HTTPClient = HTTPClient()) {
+        self.configuration = configuration
+        self.rest = SupabaseREST(baseURL: configuration.baseURL, apiKey: configuration.apiKey,
+                                 accessToken: configuration.accessToken, http: http)
+    }
+
+    /// Uses a refreshed access token for REST and pushes it to every live channel.
+    public func updateAccessToken(_ token: String) async {
+        rest.setAccessToken(token)
+        for (_, connection) in live.withLock({ Array($0.values) }) { await connection.updateToken(token) }
+    }
+
+    // MARK: prepare / publish
+
+    /// Encodes the message as its row; the backend ID is the row ID, known now.
+    public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+        guard message.text.utf8.count <= capabilities.maxTextBytes else {
+            throw SwitchboardError(.contentTooLarge, "text exceeds \(capabilities.maxTextBytes) bytes")
+        }
+        guard UUID(uuidString: message.conversation.rawValue) != nil else {
+            throw SwitchboardError(.unknownConversation, "Supabase conversation IDs are UUIDs (got \(message.conversation))")
+        }
+        let row = SupabaseRows.messageRow(message)
+        return PreparedMessage(id: message.id, conversation: message.conversation,
+                               remoteID: RemoteID(SupabaseRows.rowID(for: message.id)), payload: Data(row.serialized.utf8))
+    }
+
+    /// Upserts the row ignoring duplicates; on a replay (`[]`) reads the stored row for the server time.
+    public func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
+        let (fault, delay) = configuration.faults?.nextPublish() ?? (.none, .zero)
+        if delay > .zero { try await Task.sleep(for: delay) }
+        if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
+        guard let row = JSONValue.parseOrNil(prepared.payload), let id = row["id"]?.stringValue else {
+            throw SwitchboardError(.invalidArgument, "prepared payload is not a message row")
+        }
+        let rows = try await rest.write(.post, "messages", query: [("on_conflict", "id")], body: row,
+                                        prefer: "resolution=ignore-duplicates,return=representation")
+        if fault == .loseResponse {
+            throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
+        }
+        var stored = rows.first
+        if stored == nil {
+            stored = try await rest.select("messages", [("select", "id,created_at,sender_id"), ("id", "eq.\(id)")]).first
+            guard let existing = stored else {
+                throw SwitchboardError(.refused, "message \(id) was neither inserted nor readable")
+            }
+            if existing["sender_id"]?.stringValue != localUser.rawValue {
+                throw SwitchboardError(.conflict, "message ID \(id) is taken by another sender")
+            }
+        }
+        let time = stored?["created_at"]?.stringValue.flatMap(SupabaseTimestamp.parse)
+        return PublishReceipt(remoteID: RemoteID(id), serverTime: time)
+    }
+
+    /// Publishes several rows in one bulk upsert (in order), falling back to one by one when faults are set.
+    public func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
+        var receipts: [PublishReceipt] = []
+        for message in prepared { receipts.append(try await publish(message)) }
+        return receipts
+    }
+
+    // MARK: history and delta sync
+
+    /// The newest version visible in the conversation (across messages, reactions and receipts).
+    public func latestCursor(in conversation: ConversationID) async throws -> Cursor? {
+        var newest: Int64 = 0
+        for table in ["messages", "reactions", "receipts"] {
+            let rows = try await rest.select(table, [("select", "version"), ("conversation_id", "eq.\(conversation.rawValue)"),
+                                                     ("order", "version.desc"), ("limit", "1")])
+            newest = max(newest, rows.first?["version"]?.intValue ?? 0)
+        }
+        return Cursor("v:\(newest)")
+    }
+
+    /// A page of messages older than `cursor` by (created_at, id), oldest first, with their reactions and receipts.
+    public func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
+        var query: [(String, String)] = [("conversation_id", "eq.\(conversation.rawValue)"),
+                                         ("order", "created_at.desc,id.desc"), ("limit", String(max(1, limit)))]
+        if let cursor {
+            guard let position = HistoryCursor(cursor) else {
+                throw SwitchboardError(.invalidArgument, "not a Supabase history cursor: \(cursor)")
+            }
+            let time = SupabaseTimestamp.format(position.createdAt)
+            query.append(("or", "(created_at.lt.\(time),and(created_at.eq.\(time),id.lt.\(position.id)))"))
+        }
+        let rows = try await rest.select("messages", query)
+        let messages = rows.compactMap(SupabaseRows.message).reversed()
+        guard !messages.isEmpty else { return HistoryPage(messages: [], olderCursor: nil) }
+        let ids = "in.(" + messages.map(\.remoteID.rawValue).joined(separator: ",") + ")"
+        let reactions = try await rest.select("reactions", [("message_id", ids), ("active", "is.true")])
+            .compactMap(SupabaseRows.reaction)
+        let receipts = try await rest.select("receipts", [("message_id", ids)]).compactMap(SupabaseRows.receipt)
+        let older = rows.count >= limit ? messages.first.map { HistoryCursor(createdAt: $0.sentAt, id: $0.remoteID.rawValue).cursor } : nil
+        return HistoryPage(messages: Array(messages), reactions: reactions, receipts: receipts, olderCursor: older)
+    }
+
+    /// Everything after `cursor`'s version, merged across the three tables in version order.
+    public func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
+        var after: Int64 = 0
+        if let cursor {
+            guard cursor.rawValue.hasPrefix("v:"), let version = Int64(cursor.rawValue.dropFirst(2)) else {
+                throw SwitchboardError(.invalidArgument, "not a Supabase change cursor: \(cursor)")
+            }
+            after = version
+        }
+        let limit = max(1, limit)
+        var merged: [(version: Int64, change: RemoteChange)] = []
+        var anyFull = false
+        for table in ["messages", "reactions", "receipts"] {
+            let rows = try await rest.select(table, [("conversation_id", "eq.\(conversation.rawValue)"),
+                                                     ("version", "gt.\(after)"), ("order", "version.asc"),
+                                                     ("limit", String(limit))])
+            if rows.count >= limit { anyFull = true }
+            for row in rows {
+                guard let version = row["version"]?.intValue, let change = SupabaseRows.change(table: table, row: row) else { continue }
+                merged.append((version, change))
+            }
+        }
+        merged.sort { $0.version < $1.version }
+        let taken = merged.prefix(limit)
+        let hasMore = anyFull || merged.count > limit
+        let next = taken.last.map { Cursor("v:\($0.version)") } ?? cursor ?? Cursor("v:\(after)")
+        return ChangeBatch(changes: taken.map(\.change), cursor: next, hasMore: hasMore)
+    }
+
+    // MARK: live
+
+    /// Joins the conversation's realtime channel; reports `connected` on every (re)join so the engine resyncs.
+    public func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> {
+        let (stream, continuation) = AsyncStream<AdapterEvent>.makeStream(bufferingPolicy: .unbounded)
+        let connection = SupabaseRealtime(url: realtimeURL(), conversation: conversation, localUser: localUser,
+                                          token: rest.accessToken, faults: configuration.faults, continuation: continuation)
+        let key = UUID()
+        live.withLock { $0[key] = (conversation, connection) }
+        continuation.onTermination = { [weak self] _ in
+            self?.live.withLock { _ = $0.removeValue(forKey: key) }
+            Task { await connection.stop() }
+        }
+        Task { await connection.start() }
+        return stream
+    }
+
+    /// `ws://host:port/realtime/v1/websocket?apikey=…&vsn=2.0.0`.
+    func realtimeURL() -> URL {
+        var components = URLComponents(url: configuration.baseURL, resolvingAgainstBaseURL: false)
+        components?.scheme = configuration.baseURL.scheme == "https" ? "wss" : "ws"
+        components?.path = "/realtime/v1/websocket"
+        components?.queryItems = [URLQueryItem(name: "apikey", value: configuration.apiKey),
+                                  URLQueryItem(name: "vsn", value: "2.0.0")]
+        return components?.url ?? configuration.baseURL
+    }
+
+    // MARK: edits, deletes, reactions, receipts, typing
+
+    /// Replaces the text; the server enforces sender-only and the 15-minute window.
+    public func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
+        if configuration.faults?.refusesEdits == true { throw SwitchboardError(.refused, "edit refused (injected)") }
+        try await updateOwnMessage(target, body: ["body": .string(text)], what: "edit")
+    }
+
+    /// Soft-deletes (sets `deleted_at`), so delta sync carries the deletion; the server enforces the 2-hour window.
+    public func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
+        if configuration.faults?.refusesDeletes == true { throw SwitchboardError(.refused, "delete refused (injected)") }
+        try await updateOwnMessage(target, body: ["deleted_at": .string(SupabaseTimestamp.format(Date()))], what: "delete")
+    }
+
+    private func updateOwnMessage(_ target: RemoteID, body: JSONValue, what: String) async throws {
+        if configuration.faults?.isOffline == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        let rows = try await rest.write(.patch, "messages", query: [("id", "eq.\(target.rawValue)")], body: body,
+                                        prefer: "return=representation")
+        guard !rows.isEmpty else {
+            throw SwitchboardError(.refused, "\(what) refused: message \(target) is not yours or not visible")
+        }
+    }
+
+    /// Sets the local user's `symbol` on `target` active or not (an upsert, so repeating it is harmless).
+    public func setReaction(_ symbol: String, isActive: Bool, on target: RemoteID, in conversation: ConversationID) async throws {
+        if configuration.faults?.isOffline == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
+                              "symbol": .string(symbol), "active": .bool(isActive)]
+        _ = try await rest.write(.post, "reactions", query: [("on_conflict", "message_id,user_id,symbol")], body: row,
+                                 prefer: "resolution=merge-duplicates,return=minimal")
+    }
+
+    /// Upserts the local user's receipt; the server never lets read step back to delivered.
+    public func sendReceipt(_ state: ReceiptState, for target: RemoteID, in conversation: ConversationID) async throws {
+        if configuration.faults?.isOffline == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
+                              "state": .string(state.rawValue)]
+        _ = try await rest.write(.post, "receipts", query: [("on_conflict", "message_id,user_id")], body: row,
+                                 prefer: "resolution=merge-duplicates,return=minimal")
+    }
+
+    /// Broadcasts typing on the conversation's live channel (dropped when no live stream is joined).
+    public func sendTyping(_ isTyping: Bool, in conversation: ConversationID) async throws {
+        let connections = live.withLock { $0.values.filter { $0.0 == conversation }.map(\.1) }
+        for connection in connections { await connection.sendTyping(isTyping) }
+    }
+
+    // MARK: attachments
+
+    /// Uploads through a signed upload URL with progress; the attachment's location is `bucket/path`.
+    public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
+                       progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
+        if configuration.faults?.uploadFails(attachment.filename) == true {
+            throw SwitchboardError(.transport, "upload of \(attachment.filename) failed (injected)", retryable: true)
+        }
+        guard Int64(data.count) <= capabilities.maxAttachmentBytes else {
+            throw SwitchboardError(.contentTooLarge, "\(attachment.filename) exceeds \(capabilities.maxAttachmentBytes) bytes")
+        }
+        let digest = Digest.sha256Hex(data)
+        if !attachment.sha256.isEmpty, attachment.sha256 != digest {
+            throw SwitchboardError(.invalidArgument, "\(attachment.filename): bytes do not match the attachment's SHA-256")
+        }
+        let path = "\(conversation.rawValue)/\(attachment.id.rawValue)/\(Self.safeName(attachment.filename))"
+        let objectPath = "\(configuration.bucket)/\(path)"
+        let sign = HTTPRequest(method: .post, url: rest.url("/storage/v1/object/upload/sign/\(Self.encodePath(objectPath))"),
+                               headers: rest.headers(json: true), body: Data("{}".utf8), timeout: .seconds(30))
+        let signed = try await rest.send(sign)
+        guard let json = JSONValue.parseOrNil(signed.body), let relative = json["url"]?.stringValue else {
+            throw SwitchboardError(.transport, "signed upload URL missing in the storage answer", retryable: true)
+        }
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", attachment.mimeType)
+        headers.add("x-upsert", "true")
+        let put = HTTPRequest(method: .put, url: rest.url("/storage/v1" + relative), headers: headers, timeout: .seconds(120))
+        let response: HTTPResponse
+        do {
+            response = try await rest.http.upload(put, body: data) { fraction in progress(min(fraction, 0.99)) }
+        } catch {
+            throw SwitchboardError(.transport, "upload of \(attachment.filename) failed: \(error)", retryable: true)
+        }
+        guard response.isSuccess else { throw SupabaseREST.error(for: response) }
+        progress(1)
+        var uploaded = attachment
+        uploaded.sha256 = digest
+        uploaded.byteCount = Int64(data.count)
+        uploaded.remoteLocation = objectPath
+        uploaded.upload = .uploaded
+        return uploaded
+    }
+
+    /// Downloads `bucket/path` with the user's token and checks the SHA-256 before returning the bytes.
+    public func download(_ attachment: Attachment) async throws -> Data {
+        guard let location = attachment.remoteLocation else {
+            throw SwitchboardError(.notFound, "\(attachment.filename) has no remote copy")
+        }
+        let request = HTTPRequest(method: .get, url: rest.url("/storage/v1/object/authenticated/\(Self.encodePath(location))"),
+                                  headers: rest.headers(), timeout: .seconds(120))
+        let response = try await rest.send(request)
+        if !attachment.sha256.isEmpty, Digest.sha256Hex(response.body) != attachment.sha256 {
+            throw SwitchboardError(.storage, "\(attachment.filename): downloaded bytes do not match the SHA-256")
+        }
+        return response.body
+    }
+
+    /// A file name safe as one storage path segment.
+    static func safeName(_ name: String) -> String {
+        let cleaned = name.map { character -> Character in
+            character.isLetter || character.isNumber || "-_.".contains(character) ? character : "_"
+        }
+        let text = String(cleaned).trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        return text.isEmpty ? "file" : String(text.prefix(100))
+    }
+
+    /// Percent-encodes each segment of a storage path.
+    static func encodePath(_ path: String) -> String {
+        path.split(separator: "/").map { SupabaseREST.encode(String($0)) }.joined(separator: "/")
+    }
+}
+
+/// A history position: the oldest message of a page, by (created_at, id).
+struct HistoryCursor {
+    /// The message's server time.
+    var createdAt: Date
+    /// The message's row ID.
+    var id: String
+
+    /// A position from its parts.
+    init(createdAt: Date, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
+
+    /// Parses `h:<micros>:<uuid>`.
+    init?(_ cursor: Cursor) {
+        let parts = cursor.rawValue.split(separator: ":", maxSplits: 2)
+        guard parts.count == 3, parts[0] == "h", let micros = Int64(parts[1]), UUID(uuidString: String(parts[2])) != nil
+        else { return nil }
+        createdAt = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+        id = String(parts[2])
+    }
+
+    /// The cursor text.
+    var cursor: Cursor {
+        Cursor("h:\(Int64((createdAt.timeIntervalSince1970 * 1_000_000).rounded())):\(id)")
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+import SwitchboardCore
+
+/// Faults injected at the adapter's transport boundary, so conformance scenarios can exercise a real server
+/// under failure: requests that fail before reaching it, responses lost after it committed, refusals, cut
+/// sockets, duplicated or reordered live events. Production adapters have none set.
+public final class SupabaseFaults: Sendable {
+    private struct State {
+        var failPublishes = 0
+        var losePublishResponses = 0
+        var publishDelay: Duration = .zero
+        var duplicateDeliveries = false
+        var outOfOrder = false
+        var refuseEdits = false
+        var refuseDeletes = false
+        var failingUpload: String?
+        var offline = false
+        var dropGeneration = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// No faults.
+    public init() {}
+
+    /// What to do with the next publish.
+    enum PublishFault: Sendable {
+        /// Send it normally.
+        case none
+        /// Fail before sending.
+        case fail
+        /// Send it, then report the response as lost.
+        case loseResponse
+    }
+
+    /// The fault for the next publish, consuming a counted one; `delay` to wait first.
+    func nextPublish() -> (fault: PublishFault, delay: Duration) {
+        state.withLock { state in
+            if state.offline { return (.fail, state.publishDelay) }
+            if state.failPublishes > 0 { state.failPublishes -= 1; return (.fail, state.publishDelay) }
+            if state.losePublishResponses > 0 { state.losePublishResponses -= 1; return (.loseResponse, state.publishDelay) }
+            return (.none, state.publishDelay)
+        }
+    }
+
+    /// Whether requests are cut off (the user is offline).
+    var isOffline: Bool { state.withLock { $0.offline } }
+    /// Whether edits are refused.
+    var refusesEdits: Bool { state.withLock { $0.refuseEdits } }
+    /// Whether deletes are refused.
+    var refusesDeletes: Bool { state.withLock { $0.refuseDeletes } }
+    /// Whether live events are delivered twice.
+    var duplicatesDeliveries: Bool { state.withLock { $0.duplicateDeliveries } }
+    /// Whether live events are delivered in swapped pairs.
+    var reordersDeliveries: Bool { state.withLock { $0.outOfOrder } }
+    /// Bumped whenever every live socket must drop.
+    var dropGeneration: Int { state.withLock { $0.dropGeneration } }
+
+    /// Whether an upload of `filename` must fail.
+    func uploadFails(_ filename: String) -> Bool { state.withLock { $0.offline || $0.failingUpload == filename } }
+
+    /// The next `count` publishes fail without reaching the server.
+    public func failNextPublishes(_ count: Int) { state.withLock { $0.failPublishes += count } }
+    /// The next `count` publishes reach the server but their responses are lost.
+    public func loseNextPublishResponses(_ count: Int) { state.withLock { $0.losePublishResponses += count } }
+    /// Every publish waits this long first.
+    public func setPublishDelay(_ delay: Duration) { state.withLock { $0.publishDelay = delay } }
+    /// Every live socket drops now (and reconnects on its own).
+    public func dropLiveStreams() { state.withLock { $0.dropGeneration += 1 } }
+    /// Every live event is delivered twice.
+    public func setDuplicateDeliveries(_ isOn: Bool) { state.withLock { $0.duplicateDeliveries = isOn } }
+    /// Live events are delivered in swapped pairs.
+    public func setOutOfOrderDelivery(_ isOn: Bool) { state.withLock { $0.outOfOrder = isOn } }
+    /// Edits are answered with a refusal.
+    public func setRefuseEdits(_ isOn: Bool) { state.withLock { $0.refuseEdits = isOn } }
+    /// Deletes are answered with a refusal.
+    public func setRefuseDeletes(_ isOn: Bool) { state.withLock { $0.refuseDeletes = isOn } }
+    /// Uploads of files named `filename` fail (nil: none).
+    public func setFailingUpload(named filename: String?) { state.withLock { $0.failingUpload = filename } }
+    /// Cuts this adapter off the network (requests fail, sockets drop and stay down) or restores it.
+    public func setOffline(_ isOffline: Bool) {
+        state.withLock { state in
+            state.offline = isOffline
+            if isOffline { state.dropGeneration += 1 }
+        }
+    }
+    /// Clears every fault.
+    public func reset() {
+        state.withLock { state in
+            let generation = state.dropGeneration
+            state = State()
+            state.dropGeneration = generation
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Synchronization
+import SupabaseProtocol
+import SwitchboardCore
+import SwitchboardNet
+
+/// The adapter's PostgREST client: builds `/rest/v1` requests with the key and token, maps errors to the core's.
+final class SupabaseREST: Sendable {
+    let baseURL: URL
+    let apiKey: String
+    let http: HTTPClient
+    private let token: Mutex<String>
+
+    /// A client for the server at `baseURL`, authenticating with `apiKey` and the user's `accessToken`.
+    init(baseURL: URL, apiKey: String, accessToken: String, http: HTTPClient) {
+        self.baseURL = baseURL
+        self.apiKey = apiKey
+        self.http = http
+        self.token = Mutex(accessToken)
+    }
+
+    /// The current access token.
+    var accessToken: String { token.withLock { $0 } }
+
+    /// Replaces the access token used from the next request on.
+    func setAccessToken(_ newToken: String) { token.withLock { $0 = newToken } }
+
+    /// Query-string characters left unescaped: unreserved plus PostgREST's operators and punctuation.
+    private static let allowed: CharacterSet = {
+        var set = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        set.insert(charactersIn: "-._~,()*:")
+        return set
+    }()
+
+    /// Percent-encodes one query component (so `+` in a timestamp stays a plus).
+    static func encode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// The URL of `path` (below the base) with `query` items in order.
+    func url(_ path: String, _ query: [(String, String)] = []) -> URL {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        text += path
+        if !query.isEmpty {
+            text += "?" + query.map { Self.encode($0.0) + "=" + Self.encode($0.1) }.joined(separator: "&")
+        }
+        return URL(string: text) ?? baseURL
+    }
+
+    /// The headers every request carries.
+    func headers(prefer: String? = nil, json: Bool = false) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add("apikey", apiKey)
+        headers.add("Authorization", "Bearer \(accessToken)")
+        if json { headers.add("Content-Type", "application/json") }
+        if let prefer { headers.add("Prefer", prefer) }
+        return headers
+    }
+
+    /// `GET /rest/v1/<table>` with `query`; the rows.
+    func select(_ table: String, _ query: [(String, String)]) async throws -> [JSONValue] {
+        let request = HTTPRequest(method: .get, url: url("/rest/v1/\(table)", query), headers: headers(), timeout: .seconds(30))
+        return try Self.rows(try await send(request))
+    }
+
+    /// A write (`POST`/`PATCH`) of `body` to `table` with `query` and `Prefer`; the returned rows.
+    func write(_ method: HTTPMethod, _ table: String, query: [(String, String)], body: JSONValue,
+               prefer: String) async throws -> [JSONValue] {
+        let request = HTTPRequest(method: method, url: url("/rest/v1/\(table)", query),
+                                  headers: headers(prefer: prefer, json: true), body: Data(body.serialized.utf8),
+                                  timeout: .seconds(30))
+        return try Self.rows(try await send(request))
+    }
+
+    /// Sends `request`; a non-2xx answer becomes a `SwitchboardError` carrying PostgREST's code and message.
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let response: HTTPResponse
+        do {
+            response = try await http.send(request)
+        } catch {
+            throw SwitchboardError(.transport, "request to the Supabase server failed: \(error)", retryable: true)
+        }
+        guard response.isSuccess else { throw Self.error(for: response) }
+        return response
+    }
+
+    /// The core error for a failed PostgREST response.
+    static func error(for response: HTTPResponse) -> SwitchboardError {
+        let body = JSONValue.parseOrNil(response.body)
+        let code = body?["code"]?.stringValue ?? ""
+        let message = body?["message"]?.stringValue ?? String(decoding: response.body.prefix(200), as: UTF8.self)
+        let text = "HTTP \(response.status)\(code.isEmpty ? "" : " \(code)"): \(message)"
+        switch response.status {
+        case 401:
+            return SwitchboardError(.unauthorized, text, retryable: true)
+        case 403:
+            return SwitchboardError(.refused, text)
+        case 404:
+            return SwitchboardError(.notFound, text)
+        case 409 where code == "23503":
+            return SwitchboardError(.unknownConversation, text)
+        case 409:
+            return SwitchboardError(.conflict, text, retryable: true)
+        case 413:
+            return SwitchboardError(.contentTooLarge, text)
+        case 400..<500:
+            return SwitchboardError(.refused, text)
+        default:
+            return SwitchboardError(.transport, text, retryable: true)
+        }
+    }
+
+    /// The JSON array of rows in a response (empty body: none).
+    static func rows(_ response: HTTPResponse) throws -> [JSONValue] {
+        if response.body.isEmpty { return [] }
+        guard let json = JSONValue.parseOrNil(response.body) else {
+            throw SwitchboardError(.transport, "the Supabase server answered with invalid JSON", retryable: true)
+        }
+        if let array = json.arrayValue { return array }
+        if case .object = json { return [json] }
+        throw SwitchboardError(.transport, "the Supabase server answered with unexpected JSON", retryable: true)
+    }
+}
