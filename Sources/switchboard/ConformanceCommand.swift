@@ -1,12 +1,14 @@
 import Foundation
 import MemoryConformance
+import SupabaseConformance
 import SwitchboardConformance
 import SwitchboardCore
 
 enum ConformanceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         let arguments = try Arguments(raw, booleanFlags: ["echo-only", "list"])
-        try arguments.check(allowed: ["adapter", "id-scheme", "echo-only", "format", "junit", "scenario", "list"])
+        try arguments.check(allowed: ["adapter", "id-scheme", "echo-only", "format", "junit", "scenario", "list", "url",
+                                      "jwt-secret"])
         if arguments.has("list") {
             for scenario in StandardScenarios.all { print("\(scenario.name.padding(toLength: 32, withPad: " ", startingAt: 0)) \(scenario.summary)") }
             return 0
@@ -18,8 +20,18 @@ enum ConformanceCommand {
         switch adapter {
         case "memory":
             harness = MemoryHarness(scheme: try parseScheme(arguments.value("id-scheme")), echoOnly: arguments.has("echo-only"))
+        case "supabase":
+            guard let text = arguments.value("url"), let url = URL(string: text), url.scheme?.hasPrefix("http") == true,
+                  url.host != nil else {
+                throw UsageError("--adapter supabase needs --url http://HOST:PORT (the server's base URL)")
+            }
+            let secret = arguments.value("jwt-secret") ?? ProcessInfo.processInfo.environment["SWITCHBOARD_JWT_SECRET"]
+            guard let secret, !secret.isEmpty else {
+                throw UsageError("--adapter supabase needs --jwt-secret S (or SWITCHBOARD_JWT_SECRET) to mint member tokens")
+            }
+            harness = SupabaseHarness(baseURL: url, jwtSecret: secret)
         default:
-            throw UsageError("unknown adapter '\(adapter)' (available: memory)")
+            throw UsageError("unknown adapter '\(adapter)' (available: memory, supabase)")
         }
         let names = arguments.all("scenario")
         let known = Set(StandardScenarios.all.map(\.name))

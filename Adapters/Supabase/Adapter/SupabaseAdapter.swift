@@ -83,7 +83,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Upserts the row ignoring duplicates; on a replay (`[]`) reads the stored row for the server time.
     public func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        let (fault, delay) = configuration.faults?.nextPublish() ?? (.none, .zero)
+        let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
         if delay > .zero { try await Task.sleep(for: delay) }
         if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
         guard let row = JSONValue.parseOrNil(prepared.payload), let id = row["id"]?.stringValue else {
@@ -221,7 +221,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     }
 
     private func updateOwnMessage(_ target: RemoteID, body: JSONValue, what: String) async throws {
-        if configuration.faults?.isOffline == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
         let rows = try await rest.write(.patch, "messages", query: [("id", "eq.\(target.rawValue)")], body: body,
                                         prefer: "return=representation")
         guard !rows.isEmpty else {
@@ -231,7 +231,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Sets the local user's `symbol` on `target` active or not (an upsert, so repeating it is harmless).
     public func setReaction(_ symbol: String, isActive: Bool, on target: RemoteID, in conversation: ConversationID) async throws {
-        if configuration.faults?.isOffline == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
         let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
                               "symbol": .string(symbol), "active": .bool(isActive)]
         _ = try await rest.write(.post, "reactions", query: [("on_conflict", "message_id,user_id,symbol")], body: row,
@@ -240,7 +240,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Upserts the local user's receipt; the server never lets read step back to delivered.
     public func sendReceipt(_ state: ReceiptState, for target: RemoteID, in conversation: ConversationID) async throws {
-        if configuration.faults?.isOffline == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
         let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
                               "state": .string(state.rawValue)]
         _ = try await rest.write(.post, "receipts", query: [("on_conflict", "message_id,user_id")], body: row,
@@ -258,7 +258,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// Uploads through a signed upload URL with progress; the attachment's location is `bucket/path`.
     public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
-        if configuration.faults?.uploadFails(attachment.filename) == true {
+        if configuration.faults?.uploadFails(attachment.filename, by: localUser) == true {
             throw SwitchboardError(.transport, "upload of \(attachment.filename) failed (injected)", retryable: true)
         }
         guard Int64(data.count) <= capabilities.maxAttachmentBytes else {

@@ -15,7 +15,7 @@ public final class SupabaseFaults: Sendable {
         var refuseEdits = false
         var refuseDeletes = false
         var failingUpload: String?
-        var offline = false
+        var offline: Set<UserID> = []
         var dropGeneration = 0
     }
 
@@ -34,18 +34,18 @@ public final class SupabaseFaults: Sendable {
         case loseResponse
     }
 
-    /// The fault for the next publish, consuming a counted one; `delay` to wait first.
-    func nextPublish() -> (fault: PublishFault, delay: Duration) {
+    /// The fault for `user`'s next publish, consuming a counted one; `delay` to wait first.
+    func nextPublish(by user: UserID) -> (fault: PublishFault, delay: Duration) {
         state.withLock { state in
-            if state.offline { return (.fail, state.publishDelay) }
+            if state.offline.contains(user) { return (.fail, state.publishDelay) }
             if state.failPublishes > 0 { state.failPublishes -= 1; return (.fail, state.publishDelay) }
             if state.losePublishResponses > 0 { state.losePublishResponses -= 1; return (.loseResponse, state.publishDelay) }
             return (.none, state.publishDelay)
         }
     }
 
-    /// Whether requests are cut off (the user is offline).
-    var isOffline: Bool { state.withLock { $0.offline } }
+    /// Whether `user`'s requests are cut off.
+    func isOffline(_ user: UserID) -> Bool { state.withLock { $0.offline.contains(user) } }
     /// Whether edits are refused.
     var refusesEdits: Bool { state.withLock { $0.refuseEdits } }
     /// Whether deletes are refused.
@@ -57,8 +57,10 @@ public final class SupabaseFaults: Sendable {
     /// Bumped whenever every live socket must drop.
     var dropGeneration: Int { state.withLock { $0.dropGeneration } }
 
-    /// Whether an upload of `filename` must fail.
-    func uploadFails(_ filename: String) -> Bool { state.withLock { $0.offline || $0.failingUpload == filename } }
+    /// Whether `user`'s upload of `filename` must fail.
+    func uploadFails(_ filename: String, by user: UserID) -> Bool {
+        state.withLock { $0.offline.contains(user) || $0.failingUpload == filename }
+    }
 
     /// The next `count` publishes fail without reaching the server.
     public func failNextPublishes(_ count: Int) { state.withLock { $0.failPublishes += count } }
@@ -78,11 +80,15 @@ public final class SupabaseFaults: Sendable {
     public func setRefuseDeletes(_ isOn: Bool) { state.withLock { $0.refuseDeletes = isOn } }
     /// Uploads of files named `filename` fail (nil: none).
     public func setFailingUpload(named filename: String?) { state.withLock { $0.failingUpload = filename } }
-    /// Cuts this adapter off the network (requests fail, sockets drop and stay down) or restores it.
-    public func setOffline(_ isOffline: Bool) {
+    /// Cuts `user`'s adapters off the network (requests fail, sockets drop and stay down) or restores them.
+    public func setOffline(_ user: UserID, _ isOffline: Bool) {
         state.withLock { state in
-            state.offline = isOffline
-            if isOffline { state.dropGeneration += 1 }
+            if isOffline {
+                state.offline.insert(user)
+                state.dropGeneration += 1
+            } else {
+                state.offline.remove(user)
+            }
         }
     }
     /// Clears every fault.

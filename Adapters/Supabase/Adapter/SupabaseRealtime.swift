@@ -122,7 +122,7 @@ actor SupabaseRealtime {
     private func open() {
         generation += 1
         let current = generation
-        if faults?.isOffline == true {
+        if faults?.isOffline(localUser) == true {
             perform(machine.handle(.socketClosed(reason: "offline")))
             return
         }
