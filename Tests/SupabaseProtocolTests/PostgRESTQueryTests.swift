@@ -130,6 +130,11 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
     @Test func onConflictAndColumns() throws {
         let q = try pgParse([("on_conflict", "a,b"), ("columns", "x,y")])
         #expect(q.onConflict == ["a", "b"] && q.insertColumns == ["x", "y"])
+        let quoted = try pgParse([("columns", #""body", "we,ird","q\"t" , plain"#)])
+        #expect(quoted.insertColumns == ["body", "we,ird", "q\"t", "plain"])
+        #expect(pgError { _ = try pgParse([("columns", #""a"b"#)]) }?.code == "PGRST100")
+        #expect(pgError { _ = try pgParse([("columns", #""a"#)]) }?.code == "PGRST100")
+        #expect(pgError { _ = try pgParse([("columns", #""""#)]) }?.code == "PGRST100")
     }
 
     @Test func preferHeader() throws {

@@ -74,6 +74,14 @@ import Testing
         #expect(r.parameters == ["42", "hi", #"{"a":[1,true]}"#, nil])
     }
 
+    @Test func jsonColumnsKeepStringsAsJSON() throws {
+        let body = try JSONValue.parse(#"{"meta": "just text", "body": "plain"}"#)
+        let r = try builder.insert(q([]), body: body)
+        #expect(r.parameters == [#""just text""#, "plain"])
+        let u = try builder.update(q([("id", "eq.1")]), body: try JSONValue.parse(#"{"meta": "x", "room_id": 3}"#))
+        #expect(u.parameters == [#""x""#, "3", "1"])
+    }
+
     @Test func bulkInsertUnionOfKeysWithDefaultAndRepresentation() throws {
         let body = try JSONValue.parse(#"[{"id": 1, "body": "a"}, {"body": "b", "sent": false}]"#)
         let r = try builder.insert(q([("select", "id")], [("Prefer", "return=representation")]), body: body)

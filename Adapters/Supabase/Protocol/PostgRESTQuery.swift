@@ -101,12 +101,24 @@ public struct PostgRESTQuery: Sendable, Equatable {
         return columns
     }
 
+    /// Parses `a,b` or `"a","b"` (postgrest-js/py quote `columns=`; `\"` and `\\` escapes inside quotes).
     private static func parseColumnList(_ value: String, parameter: String) throws -> [String] {
-        let columns = value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces() }
-        guard !columns.contains(where: \.isEmpty) else {
-            throw PostgRESTError.parse("failed to parse \(parameter) parameter (\(value))", details: "empty column name")
+        let failure = PostgRESTError.parse("failed to parse \(parameter) parameter (\(value))")
+        var cursor = PostgRESTCursor(value)
+        var columns: [String] = []
+        while true {
+            while cursor.consume(" ") || cursor.consume("\t") {}
+            let column = cursor.current == "\""
+                ? try cursor.quoted(failure: failure)
+                : try cursor.value(stops: [","], failure: failure).trimmingSpaces()
+            while cursor.consume(" ") || cursor.consume("\t") {}
+            guard !column.isEmpty else { throw PostgRESTError.parse(failure.message, details: "empty column name") }
+            columns.append(column)
+            if cursor.atEnd { return columns }
+            guard cursor.consume(",") else {
+                throw PostgRESTError.parse(failure.message, details: "expected ',' after a quoted column name")
+            }
         }
-        return columns
     }
 
     private static func parseCount(_ value: String, parameter: String) throws -> Int {

@@ -58,7 +58,7 @@ public struct PostgRESTSQLBuilder: Sendable {
                 let values = Dictionary(row, uniquingKeysWith: { _, last in last })
                 return "(" + zip(columns, types).map { column, type in
                     guard let value = values[column] else { return "DEFAULT" }
-                    return binder.bind(value.parameterText, type: type)
+                    return binder.bind(Self.parameterText(value, type: type), type: type)
                 }.joined(separator: ", ") + ")"
             }.joined(separator: ", ")
         }
@@ -90,7 +90,7 @@ public struct PostgRESTSQLBuilder: Sendable {
         var seen: [String: Int] = [:]
         for (key, value) in pairs {
             let type = try castType(for: key)
-            let assignment = "\(Self.quoteIdentifier(key)) = \(binder.bind(value.parameterText, type: type))"
+            let assignment = "\(Self.quoteIdentifier(key)) = \(binder.bind(Self.parameterText(value, type: type), type: type))"
             if let at = seen[key] { assignments[at] = assignment } else {
                 seen[key] = assignments.count
                 assignments.append(assignment)
@@ -202,6 +202,12 @@ public struct PostgRESTSQLBuilder: Sendable {
         guard query.preferences.returnMode == .representation else { return sql }
         return "WITH _pgrst_rows AS (\(sql) RETURNING *) SELECT coalesce(json_agg(_pgrst_t), '[]')::text AS body, "
             + "count(*) AS total FROM (SELECT \(projection(query)) FROM _pgrst_rows) _pgrst_t"
+    }
+
+    /// The text bound for a body value: like `parameterText`, but a JSON string stays JSON for `json`/`jsonb` columns.
+    static func parameterText(_ value: JSONValue, type: String) -> String? {
+        if case .string = value, type == "json" || type == "jsonb" { return value.serialized }
+        return value.parameterText
     }
 
     private static func rows(from body: JSONValue) throws -> [[(key: String, value: JSONValue)]] {
