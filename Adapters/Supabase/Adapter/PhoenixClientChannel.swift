@@ -17,7 +17,7 @@ public struct PhoenixClientChannel: Sendable {
         /// Seconds a join may take before the attempt counts as failed.
         public var joinTimeout: Double = 10
         /// First reconnect delay in seconds.
-        public var backoffBase: Double = 0.5
+        public var backoffBase: Double = 0.05
         /// Longest reconnect delay in seconds.
         public var backoffCap: Double = 10
 

@@ -17,6 +17,8 @@ public final class SupabaseFaults: Sendable {
         var failingUpload: String?
         var offline: Set<UserID> = []
         var dropGeneration = 0
+        var observers: [UUID: @Sendable () -> Void] = [:]
+        var socketCuts = 0
     }
 
     private let state = Mutex(State())
@@ -54,8 +56,6 @@ public final class SupabaseFaults: Sendable {
     var duplicatesDeliveries: Bool { state.withLock { $0.duplicateDeliveries } }
     /// Whether live events are delivered in swapped pairs.
     var reordersDeliveries: Bool { state.withLock { $0.outOfOrder } }
-    /// Bumped whenever every live socket must drop.
-    var dropGeneration: Int { state.withLock { $0.dropGeneration } }
 
     /// Whether `user`'s upload of `filename` must fail.
     func uploadFails(_ filename: String, by user: UserID) -> Bool {
@@ -69,7 +69,29 @@ public final class SupabaseFaults: Sendable {
     /// Every publish waits this long first.
     public func setPublishDelay(_ delay: Duration) { state.withLock { $0.publishDelay = delay } }
     /// Every live socket drops now (and reconnects on its own).
-    public func dropLiveStreams() { state.withLock { $0.dropGeneration += 1 } }
+    public func dropLiveStreams() {
+        let observers = state.withLock { state in
+            state.dropGeneration += 1
+            return Array(state.observers.values)
+        }
+        for observer in observers { observer() }
+    }
+
+    /// Open sockets actually cut by `dropLiveStreams` or `setOffline` so far.
+    public var socketCuts: Int { state.withLock { $0.socketCuts } }
+
+    /// Counts one socket cut.
+    func recordCut() { state.withLock { $0.socketCuts += 1 } }
+
+    /// Calls `observer` on every drop until `removeObserver` with the returned key.
+    func addDropObserver(_ observer: @escaping @Sendable () -> Void) -> UUID {
+        let key = UUID()
+        state.withLock { $0.observers[key] = observer }
+        return key
+    }
+
+    /// Stops calling an observer.
+    func removeObserver(_ key: UUID) { state.withLock { _ = $0.observers.removeValue(forKey: key) } }
     /// Every live event is delivered twice.
     public func setDuplicateDeliveries(_ isOn: Bool) { state.withLock { $0.duplicateDeliveries = isOn } }
     /// Live events are delivered in swapped pairs.
@@ -83,20 +105,18 @@ public final class SupabaseFaults: Sendable {
     /// Cuts `user`'s adapters off the network (requests fail, sockets drop and stay down) or restores them.
     public func setOffline(_ user: UserID, _ isOffline: Bool) {
         state.withLock { state in
-            if isOffline {
-                state.offline.insert(user)
-                state.dropGeneration += 1
-            } else {
-                state.offline.remove(user)
-            }
+            if isOffline { state.offline.insert(user) } else { state.offline.remove(user) }
         }
+        if isOffline { dropLiveStreams() }
     }
     /// Clears every fault.
     public func reset() {
         state.withLock { state in
-            let generation = state.dropGeneration
+            let (generation, observers, cuts) = (state.dropGeneration, state.observers, state.socketCuts)
             state = State()
             state.dropGeneration = generation
+            state.observers = observers
+            state.socketCuts = cuts
         }
     }
 }

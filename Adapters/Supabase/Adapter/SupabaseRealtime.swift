@@ -14,7 +14,7 @@ actor SupabaseRealtime {
     private var machine: PhoenixClientChannel
     private var socket: WebSocketClient?
     private var generation = 0
-    private var seenDropGeneration: Int
+    private var dropObserver: UUID?
     private var tasks: [Task<Void, Never>] = []
     private var held: AdapterEvent?
     private let started = ContinuousClock.now
@@ -27,7 +27,6 @@ actor SupabaseRealtime {
         self.localUser = localUser
         self.faults = faults
         self.continuation = continuation
-        self.seenDropGeneration = faults?.dropGeneration ?? 0
         let filter = JSONValue.string("conversation_id=eq.\(conversation.rawValue)")
         let changes: [JSONValue] = ["messages", "reactions", "receipts"].map { table in
             ["event": "*", "schema": "public", "table": .string(table), "filter": filter]
@@ -41,6 +40,9 @@ actor SupabaseRealtime {
 
     /// Starts connecting and the clock that drives heartbeats.
     func start() {
+        if let faults {
+            dropObserver = faults.addDropObserver { [weak self] in Task { await self?.dropSocket() } }
+        }
         perform(machine.handle(.start))
         tasks.append(Task { [weak self] in
             while !Task.isCancelled {
@@ -52,6 +54,8 @@ actor SupabaseRealtime {
 
     /// Leaves the channel, closes the socket and stops reconnecting.
     func stop() async {
+        if let dropObserver { faults?.removeObserver(dropObserver) }
+        dropObserver = nil
         perform(machine.handle(.stop))
         for task in tasks { task.cancel() }
         tasks = []
@@ -75,13 +79,6 @@ actor SupabaseRealtime {
     private func tick() {
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        if let faults {
-            let dropGeneration = faults.dropGeneration
-            if dropGeneration != seenDropGeneration {
-                seenDropGeneration = dropGeneration
-                if let socket { Task { await socket.close(code: .goingAway, reason: "fault: drop") } }
-            }
-        }
         perform(machine.handle(.tick(now: seconds)))
     }
 
@@ -113,6 +110,13 @@ actor SupabaseRealtime {
                 handleEvent(message)
             }
         }
+    }
+
+    /// Cuts the open socket (an injected fault); the channel notices the close and reconnects.
+    private func dropSocket() async {
+        guard let socket, machine.phase == .joined || machine.phase == .joining else { return }
+        faults?.recordCut()
+        await socket.close(code: .goingAway, reason: "fault: drop")
     }
 
     private func reconnectDue() {

@@ -82,6 +82,13 @@ public struct SupabaseHarness: ConformanceHarness {
     }
 }
 
+extension SupabaseHarness {
+    /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
+    public static func faults(of injector: any FaultInjector) -> SupabaseFaults? {
+        (injector as? SupabaseFaultInjector)?.faults
+    }
+}
+
 /// The kit's fault controls mapped onto the adapters' transport faults.
 struct SupabaseFaultInjector: FaultInjector {
     let faults: SupabaseFaults

@@ -1,0 +1,141 @@
+import Foundation
+import SupabaseAdapter
+import SupabaseConformance
+import SupabaseServer
+import SwitchboardConformance
+import SwitchboardCore
+import SwitchboardEngine
+import SwitchboardStore
+import Testing
+
+/// Two engine clients exchange 1,000 messages over the Supabase-like server while their realtime sockets are
+/// cut 100 times: each side must end with every message exactly once, in the server's order.
+@Suite("Supabase adapter under realtime cuts", .serialized)
+struct RealtimeCutsTests {
+    @Test("100 socket cuts while two clients exchange 1,000 messages: each side has every message once, in order")
+    func hundredCutsThousandMessages() async throws {
+        let server = try await AdapterTestServer.start()
+        do {
+            try await exchange(on: server)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    private func exchange(on server: AdapterTestServer) async throws {
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let fixture = try await harness.makeFixture()
+        let faults = try #require(fixture.faults)
+        let conversation = fixture.conversation
+
+        func client(_ user: UserID) async throws -> ChatClient {
+            let store = try SQLiteStore(path: server.root.appendingPathComponent("\(user).sqlite").path)
+            let configuration = EngineConfiguration(retry: RetryPolicy(baseDelay: 0.02, maxDelay: 0.2, maxAttempts: 50, jitter: 0.2),
+                                                    syncBatchSize: 200,
+                                                    stagingDirectory: server.root.appendingPathComponent("staging-\(user)"))
+            let client = ChatClient(adapter: try await fixture.makeAdapter(user), store: store, configuration: configuration)
+            try await client.start()
+            _ = try await client.open(conversation)
+            return client
+        }
+        let alice = try await client(fixture.alice)
+        let bob = try await client(fixture.bob)
+
+        let perSide = 500, cutsPerSide = 100
+        let adapterFaults = try #require(SupabaseHarness.faults(of: faults))
+        // Cut both sockets every 60 ms until each has been cut at least 100 times (a drop that finds a socket
+        // still reconnecting does not count).
+        let cutter = Task {
+            var rounds = 0
+            while adapterFaults.socketCuts < 2 * cutsPerSide, rounds < 3000 {
+                try await Task.sleep(for: .milliseconds(60))
+                await faults.dropLiveStreams()
+                rounds += 1
+            }
+        }
+        async let aliceSent = Self.send(alice, count: perSide, label: "alice", in: conversation)
+        async let bobSent = Self.send(bob, count: perSide, label: "bob", in: conversation)
+        let sent = try await aliceSent + bobSent
+        let cutsWhileSending = adapterFaults.socketCuts
+        try await cutter.value
+        #expect(sent.count == 2 * perSide)
+        #expect(adapterFaults.socketCuts >= 2 * cutsPerSide, "only \(adapterFaults.socketCuts) socket cuts happened")
+        #expect(cutsWhileSending >= cutsPerSide, "only \(cutsWhileSending) cuts happened while messages were being sent")
+
+        let expected = 2 * perSide
+        for (name, side) in [("alice", alice), ("bob", bob)] {
+            let deadline = ContinuousClock.now + .seconds(120)
+            while try side.store.read({ try $0.messageCount(in: conversation) }) < expected, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let count = try side.store.read { try $0.messageCount(in: conversation) }
+            #expect(count == expected, "\(name) holds \(count) messages, expected \(expected)")
+        }
+
+        // The server's order, read back through a fresh adapter's history.
+        let reader = try await fixture.makeAdapter(fixture.alice)
+        var serverOrder: [String] = []
+        var cursor: Cursor?
+        repeat {
+            let page = try await reader.history(in: conversation, before: cursor, limit: 200)
+            serverOrder = page.messages.map(\.remoteID.rawValue) + serverOrder
+            cursor = page.olderCursor
+        } while cursor != nil
+        #expect(serverOrder.count == expected, "the server holds \(serverOrder.count) messages")
+        #expect(Set(serverOrder) == Set(sent.map(\.rawValue)), "the server's messages differ from those sent")
+
+        for (name, side) in [("alice", alice), ("bob", bob)] {
+            let stored = try side.store.read { try $0.messages(in: conversation, before: nil, limit: expected * 2) }
+            let ids = stored.reversed().map(\.id.rawValue)
+            #expect(ids.count == Set(ids).count, "\(name) holds a message twice")
+            #expect(ids == serverOrder, "\(name)'s timeline is not in the server's order")
+            #expect(stored.allSatisfy { $0.isOutgoing == false || $0.delivery.isPublished }, "\(name) has unsent messages")
+        }
+        await alice.stop()
+        await bob.stop()
+        await fixture.tearDown()
+    }
+
+    private static func send(_ client: ChatClient, count: Int, label: String, in conversation: ConversationID) async throws -> [MessageID] {
+        var ids: [MessageID] = []
+        for index in 0..<count {
+            ids.append(try await client.send("\(label) \(index)", in: conversation).id)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        for id in ids {
+            while try await client.message(id)?.delivery.isPublished != true, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        return ids
+    }
+}
+
+/// A Supabase-like server on a private cluster in a fresh directory under `/tmp`.
+struct AdapterTestServer: Sendable {
+    /// The secret the tests sign member tokens with.
+    static let jwtSecret = "switchboard-adapter-test-secret-0123456789"
+
+    let server: SupabaseServer
+    let root: URL
+    let baseURL: URL
+
+    /// Starts the server; fails (never skips) when that is impossible.
+    static func start() async throws -> AdapterTestServer {
+        let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-adapter-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let server = SupabaseServer(configuration: SupabaseServerConfiguration(dataDirectory: root.appendingPathComponent("server"),
+                                                                               jwtSecret: jwtSecret))
+        let port = try await server.start()
+        return AdapterTestServer(server: server, root: root, baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+    }
+
+    /// Stops the server and removes the directory.
+    func stop() async {
+        await server.stop()
+        try? FileManager.default.removeItem(at: root)
+    }
+}
