@@ -19,10 +19,13 @@ $(VENV)/.installed: Makefile
 build: deps
 	$(SWIFT) build
 
-## The whole suite: unit, store contract, engine (including the SIGKILL crash test) and conformance.
+## The whole suite: unit, store contract, engine (including the SIGKILL crash test), conformance, the
+## Supabase-like server with the official clients. The network suites run in a second process of their own,
+## because their leak checks count the process's threads and descriptors.
 test: deps
 	$(SWIFT) build --build-tests
-	SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python $(SWIFT) test
+	SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python $(SWIFT) test --skip-build --skip NetworkSuites
+	SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python SWITCHBOARD_ISOLATED=1 $(SWIFT) test --skip-build --filter NetworkSuites
 
 ## Runs the engine on the in-memory backend and prints a readable timeline.
 demo: deps

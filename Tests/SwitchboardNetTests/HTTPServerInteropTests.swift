@@ -334,7 +334,7 @@ extension NetworkSuites {
             }
         }
 
-        @Test("stop() ends open streams and in-flight requests, then civetweb's threads are gone")
+        @Test("stop() ends open streams and in-flight requests, then civetweb's threads are gone", .enabled(if: NetTest.isIsolated, NetTest.isolationReason))
         func stopDuringWork() async throws {
             let before = NetTest.threadNames().filter { $0.hasPrefix("civetweb") }.count
             let server = HTTPServer()

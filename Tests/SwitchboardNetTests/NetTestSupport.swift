@@ -20,6 +20,17 @@ struct TestSetupError: Error, CustomStringConvertible {
 
 /// Fixtures, tools and `/proc` probes shared by the network tests.
 enum NetTest {
+    /// Whether this process runs only the network suites (`SWITCHBOARD_ISOLATED=1`, as `make test`'s second pass
+    /// does): thread and descriptor counts are process-wide, so they are only meaningful without other suites
+    /// (Supabase servers, PostgreSQL pools) running in parallel.
+    static let isIsolated = ProcessInfo.processInfo.environment["SWITCHBOARD_ISOLATED"] == "1"
+
+    /// Why a process-wide count check did not run.
+    static let isolationReason: Comment = """
+        counts process-wide threads and descriptors: runs in a process of its own — `make test` does that, or \
+        `SWITCHBOARD_ISOLATED=1 swift test --filter NetworkSuites`
+        """
+
     /// A fixture file next to this source file.
     static func fixture(_ name: String, filePath: String = #filePath) -> String {
         URL(fileURLWithPath: filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")

@@ -33,7 +33,7 @@ extension NetworkSuites {
             while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         }
 
-        @Test("a client dropped without close() closes with 1001 and its thread is joined; pings reach our server")
+        @Test("a client dropped without close() closes with 1001 and its thread is joined; pings reach our server", .enabled(if: NetTest.isIsolated, NetTest.isolationReason))
         func droppedClient() async throws {
             let server = HTTPServer()
             let observations = WebSocketObservations()
@@ -68,7 +68,7 @@ extension NetworkSuites {
             await server.stop()
         }
 
-        @Test("1,000 connect/close cycles against our server leak no threads or descriptors")
+        @Test("1,000 connect/close cycles against our server leak no threads or descriptors", .enabled(if: NetTest.isIsolated, NetTest.isolationReason))
         func connectCloseCycles() async throws {
             let server = HTTPServer()
             server.webSocket("/echo") { connection in

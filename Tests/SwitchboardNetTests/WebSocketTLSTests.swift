@@ -261,7 +261,7 @@ extension NetworkSuites {
             #expect(Self.tlsThreads() == 0)
         }
 
-        @Test("a wss:// client dropped without close() closes with 1001 and its reader thread is joined")
+        @Test("a wss:// client dropped without close() closes with 1001 and its reader thread is joined", .enabled(if: NetTest.isIsolated, NetTest.isolationReason))
         func droppedClient() async throws {
             let certificates = try Certificates()
             try await certificates.make("server", commonName: "localhost", subjectAltName: "DNS:localhost,IP:127.0.0.1")
@@ -278,7 +278,7 @@ extension NetworkSuites {
             #expect(Self.tlsThreads() == 0)
         }
 
-        @Test("200 wss:// connect/close cycles leak no threads or descriptors")
+        @Test("200 wss:// connect/close cycles leak no threads or descriptors", .enabled(if: NetTest.isIsolated, NetTest.isolationReason))
         func connectCloseCycles() async throws {
             let certificates = try Certificates()
             try await certificates.make("server", commonName: "localhost", subjectAltName: "DNS:localhost,IP:127.0.0.1")

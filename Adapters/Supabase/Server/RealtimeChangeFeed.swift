@@ -1,0 +1,270 @@
+import Foundation
+import Synchronization
+import SupabaseProtocol
+import SwitchboardPostgres
+
+/// The PostgreSQL side of realtime: a change-log table filled by row triggers, and a listener thread reading it.
+///
+/// Every table of schema `public` gets an AFTER INSERT/UPDATE/DELETE row trigger that writes the change to
+/// `realtime.change_log` and notifies only the log id, so rows larger than a NOTIFY payload still arrive whole.
+/// The listener (its own connection) wakes on a notification or every second, reads every row after the last
+/// one seen (plus recent gaps, for transactions that committed out of id order) and hands each to `dispatch`.
+final class RealtimeChangeFeed: Sendable {
+    /// The NOTIFY channel the trigger signals.
+    static let channel = "switchboard_realtime"
+    /// Log rows older than this are pruned.
+    static let retention = "10 minutes"
+
+    /// What the listener has seen: last id, recent gaps, column cache.
+    private struct Progress {
+        var lastSeen: Int64 = 0
+        var gaps: [Int64: Date] = [:]
+        var columns: [RealtimeTableName: [RealtimeColumn]] = [:]
+        var lastPrune = Date()
+    }
+
+    private let databaseURL: String
+    private let log: @Sendable (String) -> Void
+    private let dispatch: @Sendable (RealtimeChange) -> Void
+    private let stopped = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    private let progress = Mutex(Progress())
+
+    /// A feed reading `databaseURL`, handing each change to `dispatch` on the listener thread.
+    init(databaseURL: String, log: @escaping @Sendable (String) -> Void, dispatch: @escaping @Sendable (RealtimeChange) -> Void) {
+        self.databaseURL = databaseURL
+        self.log = log
+        self.dispatch = dispatch
+    }
+
+    /// Installs the schema and triggers (idempotent), reads the catalog and returns the subscribable tables.
+    func install() throws -> Set<RealtimeTableName> {
+        let connection = try PostgresConnection(url: databaseURL)
+        defer { connection.close() }
+        try connection.transaction { connection in
+            try connection.execute("SET LOCAL client_min_messages = warning")
+            try connection.execute("SELECT pg_advisory_xact_lock(7031843571)")
+            try connection.execute(Self.setupSQL)
+            try connection.execute("SELECT realtime.install_capture_triggers()")
+        }
+        let columns = try Self.loadColumns(connection)
+        let last = try connection.query("SELECT coalesce(max(\"id\"), 0)::text FROM \"realtime\".\"change_log\"")
+        progress.withLock { state in
+            state.columns = columns
+            state.lastSeen = last.rows.first?.first.flatMap { $0.flatMap { Int64($0) } } ?? 0
+        }
+        return Set(columns.keys)
+    }
+
+    /// Starts the listener thread.
+    func start() {
+        let thread = Thread { [self] in
+            self.run()
+            self.finished.store(true, ordering: .sequentiallyConsistent)
+        }
+        thread.name = "switchboard.realtime-listener"
+        thread.start()
+    }
+
+    /// Asks the listener to stop and waits (up to 5 s) until it has.
+    func stop() async {
+        stopped.store(true, ordering: .sequentiallyConsistent)
+        for _ in 0..<100 where !finished.load(ordering: .sequentiallyConsistent) {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    private var isStopped: Bool { stopped.load(ordering: .sequentiallyConsistent) }
+
+    /// The listener loop: connect, LISTEN, catch up, wait; reconnect after any failure.
+    private func run() {
+        while !isStopped {
+            var connection: PostgresConnection?
+            do {
+                let open = try PostgresConnection(url: databaseURL)
+                connection = open
+                try open.listen(channel: Self.channel)
+                while !isStopped {
+                    try catchUp(open)
+                    _ = try open.notifications(timeout: .seconds(1))
+                }
+            } catch {
+                log("realtime: change listener failed, reconnecting: \(error)")
+                for _ in 0..<10 where !isStopped { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            connection?.close()
+        }
+    }
+
+    /// Reads and dispatches every change after the last one seen (and recent gaps), in id order.
+    private func catchUp(_ connection: PostgresConnection) throws {
+        while !isStopped {
+            let (lastSeen, gaps) = progress.withLock { state -> (Int64, [Int64]) in
+                let now = Date()
+                state.gaps = state.gaps.filter { now.timeIntervalSince($0.value) < 10 }
+                return (state.lastSeen, state.gaps.keys.sorted())
+            }
+            let result = try connection.query("""
+                SELECT "id"::text, "schema_name", "table_name", "change_type", "record"::text, "old_record"::text,
+                       array_to_json("pk_columns")::text,
+                       to_char("committed_at" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                FROM "realtime"."change_log"
+                WHERE "id" > $1::bigint OR "id" = ANY($2::bigint[])
+                ORDER BY "id" LIMIT 200
+                """, [String(lastSeen), "{" + gaps.map(String.init).joined(separator: ",") + "}"])
+            for row in result.rows {
+                guard let id = row[0].flatMap({ Int64($0) }) else { continue }
+                progress.withLock { state in
+                    state.gaps[id] = nil
+                    if id > state.lastSeen {
+                        let now = Date()
+                        var missing = state.lastSeen + 1
+                        while missing < id && state.gaps.count < 1000 {
+                            state.gaps[missing] = now
+                            missing += 1
+                        }
+                        state.lastSeen = id
+                    }
+                }
+                if let change = try change(from: row, connection: connection) { dispatch(change) }
+            }
+            try pruneIfDue(connection)
+            if result.rows.count < 200 { return }
+        }
+    }
+
+    /// Builds a change from one log row (columns from the cache, reloaded on a miss).
+    private func change(from row: [String?], connection: PostgresConnection) throws -> RealtimeChange? {
+        guard row.count == 8, let schema = row[1], let tableName = row[2], let type = row[3] else { return nil }
+        let table = RealtimeTableName(schema: schema, table: tableName)
+        var columns = progress.withLock { $0.columns[table] }
+        if columns == nil {
+            let loaded = try Self.loadColumns(connection)
+            progress.withLock { $0.columns = loaded }
+            columns = loaded[table]
+        }
+        let tableColumns = columns ?? []
+        let record = row[4].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: tableColumns) }
+        let old = row[5].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: tableColumns) }
+        let keyColumns = row[6].flatMap { JSONValue.parseOrNil($0)?.arrayValue }?.compactMap(\.stringValue) ?? []
+        let image = (record ?? old)?.objectValue ?? [:]
+        let primaryKey = keyColumns.map { (column: $0, value: image[$0] ?? .null) }
+        return RealtimeChange(table: table, type: type, commitTimestamp: row[7] ?? "", columns: tableColumns,
+                              record: record, oldRecord: type == "INSERT" ? nil : old, primaryKey: primaryKey)
+    }
+
+    /// Deletes log rows past retention, at most every 30 s.
+    private func pruneIfDue(_ connection: PostgresConnection) throws {
+        let due = progress.withLock { state -> Bool in
+            guard Date().timeIntervalSince(state.lastPrune) > 30 else { return false }
+            state.lastPrune = Date()
+            return true
+        }
+        if due {
+            try connection.query("DELETE FROM \"realtime\".\"change_log\" WHERE \"committed_at\" < now() - $1::interval",
+                                 [Self.retention])
+        }
+    }
+
+    /// Object members reordered to the table's column order (jsonb sorts keys by length).
+    private static func ordered(_ value: JSONValue, by columns: [RealtimeColumn]) -> JSONValue {
+        guard let members = value.members, !columns.isEmpty else { return value }
+        let position = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+        return .object(members.sorted { (position[$0.key] ?? Int.max) < (position[$1.key] ?? Int.max) })
+    }
+
+    /// Columns (name, `pg_type.typname`) of every ordinary or partitioned table of schema `public`.
+    static func loadColumns(_ connection: PostgresConnection) throws -> [RealtimeTableName: [RealtimeColumn]] {
+        let result = try connection.query("""
+            SELECT n.nspname, c.relname, a.attname, t.typname
+            FROM pg_catalog.pg_class c
+            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+            JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+            WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+            ORDER BY c.relname, a.attnum
+            """, ["public"])
+        var out: [RealtimeTableName: [RealtimeColumn]] = [:]
+        for row in result.rows {
+            guard row.count == 4, let schema = row[0], let table = row[1], let name = row[2], let type = row[3] else { continue }
+            out[RealtimeTableName(schema: schema, table: table), default: []].append(RealtimeColumn(name: name, type: type))
+        }
+        return out
+    }
+
+    /// The change log, the capture trigger function and the installer (all idempotent).
+    static let setupSQL = """
+        CREATE SCHEMA IF NOT EXISTS realtime;
+
+        CREATE TABLE IF NOT EXISTS realtime.change_log (
+          id bigserial PRIMARY KEY,
+          schema_name text NOT NULL,
+          table_name text NOT NULL,
+          change_type text NOT NULL,
+          record jsonb,
+          old_record jsonb,
+          pk_columns text[] NOT NULL DEFAULT '{}',
+          committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+        );
+        CREATE INDEX IF NOT EXISTS change_log_committed_idx ON realtime.change_log (committed_at);
+        REVOKE ALL ON realtime.change_log FROM PUBLIC;
+
+        -- SECURITY DEFINER: writers (anon, authenticated) need no privilege on the log.
+        -- TG_ARGV holds the primary-key columns; old_record keeps only them (REPLICA IDENTITY DEFAULT),
+        -- or the whole old row when the table has no primary key.
+        CREATE OR REPLACE FUNCTION realtime.capture_change() RETURNS trigger
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+        DECLARE
+          new_row jsonb := CASE WHEN TG_OP = 'DELETE' THEN NULL ELSE to_jsonb(NEW) END;
+          old_row jsonb := CASE WHEN TG_OP = 'INSERT' THEN NULL ELSE to_jsonb(OLD) END;
+          old_key jsonb := NULL;
+          key_columns text[] := coalesce(TG_ARGV, '{}'::text[]);
+          key_column text;
+          change_id bigint;
+        BEGIN
+          IF old_row IS NOT NULL THEN
+            IF cardinality(key_columns) = 0 THEN
+              old_key := old_row;
+            ELSE
+              old_key := '{}'::jsonb;
+              FOREACH key_column IN ARRAY key_columns LOOP
+                old_key := old_key || jsonb_build_object(key_column, old_row -> key_column);
+              END LOOP;
+            END IF;
+          END IF;
+          INSERT INTO realtime.change_log (schema_name, table_name, change_type, record, old_record, pk_columns)
+          VALUES (TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP, new_row, old_key, key_columns)
+          RETURNING id INTO change_id;
+          PERFORM pg_notify('switchboard_realtime', change_id::text);
+          RETURN NULL;
+        END
+        $$;
+
+        CREATE OR REPLACE FUNCTION realtime.install_capture_triggers() RETURNS integer
+        LANGUAGE plpgsql AS $$
+        DECLARE
+          target record;
+          installed integer := 0;
+        BEGIN
+          FOR target IN
+            SELECT c.oid, n.nspname, c.relname
+            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+          LOOP
+            EXECUTE format(
+              'CREATE OR REPLACE TRIGGER switchboard_realtime_capture AFTER INSERT OR UPDATE OR DELETE ON %I.%I '
+              || 'FOR EACH ROW EXECUTE FUNCTION realtime.capture_change(%s)',
+              target.nspname, target.relname,
+              coalesce((
+                SELECT string_agg(quote_literal(a.attname), ', ' ORDER BY array_position(i.indkey::int2[], a.attnum))
+                FROM pg_catalog.pg_index i
+                JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])
+                WHERE i.indrelid = target.oid AND i.indisprimary
+              ), ''));
+            installed := installed + 1;
+          END LOOP;
+          RETURN installed;
+        END
+        $$;
+        """
+}
