@@ -1,6 +1,7 @@
 import Foundation
 import SupabaseProtocol
 import SwitchboardNet
+import SwitchboardPostgres
 import Testing
 import TestSupport
 
@@ -105,5 +106,62 @@ final class LineCollector: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestSetupError("no line on standard output within \(timeout)")
+    }
+}
+
+/// `--sql` files and `--database-url`: extra schema on top of the chat schema, and an existing database.
+@Suite("serve supabase: extra SQL and an existing database", .serialized)
+struct ServeOptionsTests {
+    @Test("an extra --sql file adds a table that REST serves at once; a failing file stops start-up and names itself")
+    func extraSQL() async throws {
+        let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-sql-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: root) }
+        let good = root.appendingPathComponent("notes.sql")
+        try """
+            CREATE TABLE IF NOT EXISTS public.notes (id bigint PRIMARY KEY, text text NOT NULL);
+            GRANT SELECT, INSERT ON public.notes TO service_role;
+            INSERT INTO public.notes VALUES (1, 'from the sql file') ON CONFLICT DO NOTHING;
+            """.write(to: good, atomically: true, encoding: .utf8)
+        let server = try await SupabaseTestServer.start(directory: root.appendingPathComponent("a")) {
+            $0.extraSQLFiles = [good]
+        }
+        let response = try await HTTPClient().send(HTTPRequest(method: .get,
+            url: try #require(URL(string: "\(server.baseURL)/rest/v1/notes?select=text")),
+            headers: ["apikey": server.serviceKey, "Authorization": "Bearer \(server.serviceKey)"]))
+        await server.stop()
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == #"[{"text":"from the sql file"}]"#)
+
+        let bad = root.appendingPathComponent("broken.sql")
+        try "CREATE TABLE oops (".write(to: bad, atomically: true, encoding: .utf8)
+        let failure = await #expect(throws: (any Error).self) {
+            let server = try await SupabaseTestServer.start(directory: root.appendingPathComponent("b")) {
+                $0.extraSQLFiles = [bad]
+            }
+            await server.stop()
+        }
+        #expect(String(describing: failure).contains("broken.sql"), "\(String(describing: failure))")
+    }
+
+    @Test("with a database URL the server uses that database and starts no cluster of its own")
+    func existingDatabase() async throws {
+        let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-dburl-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("external"))
+        let url = try cluster.start()
+        defer { try? cluster.stop() }
+        let server = try await SupabaseTestServer.start(directory: root.appendingPathComponent("server")) {
+            $0.databaseURL = url
+        }
+        let ownCluster = FileManager.default.fileExists(atPath: root.appendingPathComponent("server/postgres").path)
+        let tables = try await server.sql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = 'messages'")
+        await server.stop()
+        #expect(!ownCluster, "a private cluster was created although a database URL was given")
+        #expect(tables.rows == [["1"]])
+        let connection = try PostgresConnection(url: url)
+        #expect(try connection.query("SELECT count(*) FROM public.conversations").rows == [["0"]])
+        connection.close()
     }
 }

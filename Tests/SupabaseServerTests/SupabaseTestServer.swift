@@ -24,8 +24,9 @@ struct SupabaseTestServer: Sendable {
     var context: SupabaseServerContext { server.context! }
 
     /// Starts a server on a fresh private cluster under `/tmp`; fails (never skips) when that is impossible.
-    static func start(configure: (inout SupabaseServerConfiguration) -> Void = { _ in }) async throws -> SupabaseTestServer {
-        let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-supabase-test-\(UUID().uuidString)")
+    static func start(directory: URL? = nil,
+                      configure: (inout SupabaseServerConfiguration) -> Void = { _ in }) async throws -> SupabaseTestServer {
+        let root = directory ?? URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-supabase-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o755])
         var configuration = SupabaseServerConfiguration(dataDirectory: root, jwtSecret: jwtSecret)

@@ -34,6 +34,7 @@ public struct SupabaseHarness: ConformanceHarness {
     public func makeFixture() async throws -> ConformanceFixture {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let alice = UserID("alice-\(suffix)"), bob = UserID("bob-\(suffix)")
+        try await ensureBucket("attachments")
         let conversation = try await createConversation(members: [alice, bob])
         let faults = SupabaseFaults()
         let anonKey = token(role: "anon")
@@ -73,6 +74,22 @@ public struct SupabaseHarness: ConformanceHarness {
                                    + String(decoding: added.body.prefix(300), as: UTF8.self))
         }
         return ConversationID(id)
+    }
+
+    /// Creates the private storage bucket `name` with the service role unless it exists.
+    public func ensureBucket(_ name: String) async throws {
+        let service = token(role: "service_role")
+        var headers = HTTPHeaders()
+        headers.add("apikey", service)
+        headers.add("Authorization", "Bearer \(service)")
+        headers.add("Content-Type", "application/json")
+        let body: JSONValue = ["id": .string(name), "name": .string(name), "public": false]
+        let response = try await http.send(HTTPRequest(method: .post, url: url("/storage/v1/bucket"), headers: headers,
+                                                       body: Data(body.serialized.utf8)))
+        if response.isSuccess { return }
+        if JSONValue.parseOrNil(response.body)?["statusCode"]?.stringValue == "409" { return }
+        throw SwitchboardError(.transport, "creating bucket \(name) failed: HTTP \(response.status) "
+                               + String(decoding: response.body.prefix(300), as: UTF8.self))
     }
 
     private func url(_ path: String) -> URL {
