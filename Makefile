@@ -3,14 +3,16 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-dev libssl-dev python3-venv libpq-dev postgresql
 BIN := .build/debug/switchboard
 VENV := .venv
-PYTHON_PACKAGES := websockets==15.0.1 supabase==2.34.1 postgrest==2.34.1 realtime==2.34.1 storage3==2.34.1
+PYTHON_PACKAGES := websockets==15.0.1 supabase==2.34.1 postgrest==2.34.1 realtime==2.34.1 storage3==2.34.1 \
+                   xmtp-bindings==0.1.8 cryptography==50.0.2
 
 .PHONY: deps build test demo conformance clean
 
 deps: $(VENV)/.installed
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
 
-## Python peers the interop tests talk to: the real `websockets` package and the official Supabase clients.
+## Python peers the interop tests talk to: the real `websockets` package, the official Supabase clients,
+## libxmtp's codecs (xmtp-bindings) and `cryptography` as an independent AES-GCM/HKDF implementation.
 $(VENV)/.installed: Makefile
 	@python3 -m venv $(VENV)
 	@$(VENV)/bin/pip install -q --disable-pip-version-check $(PYTHON_PACKAGES)

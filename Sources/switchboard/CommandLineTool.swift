@@ -113,6 +113,8 @@ enum CommandLineTool {
                 return try await BurstCommand.run(rest)
             case "serve":
                 return try await ServeCommand.run(rest)
+            case "xmtp":
+                return try await XMTPCommand.run(rest)
             default:
                 throw UsageError("unknown command '\(command)'")
             }

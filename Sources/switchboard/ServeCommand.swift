@@ -17,8 +17,10 @@ enum ServeCommand {
         switch backend {
         case "supabase":
             return try await serveSupabase(options)
+        case "xmtp":
+            return try await ServeXMTPCommand.run(options)
         default:
-            throw UsageError("unknown backend '\(backend)' for serve (supabase)")
+            throw UsageError("unknown backend '\(backend)' for serve (supabase, xmtp)")
         }
     }
 

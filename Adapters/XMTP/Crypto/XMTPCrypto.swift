@@ -1,0 +1,2 @@
+/// PLACEHOLDER: replaced by the crypto implementation.
+enum XMTPCryptoPlaceholder {}

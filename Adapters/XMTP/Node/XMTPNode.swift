@@ -1,0 +1,2 @@
+/// PLACEHOLDER: replaced by the node implementation.
+enum XMTPNodePlaceholder {}
