@@ -62,7 +62,7 @@ let package = Package(
                     path: "Tests/SupabaseProtocolTests"),
         .testTarget(name: "SupabaseAdapterTests",
                     dependencies: ["SupabaseAdapter", "SupabaseProtocol", "SwitchboardCore", "SupabaseServer", "SupabaseConformance",
-                                   "SwitchboardConformance", "SwitchboardEngine", "SwitchboardStore"],
+                                   "SwitchboardConformance", "SwitchboardEngine", "SwitchboardStore", "SwitchboardNet"],
                     path: "Tests/SupabaseAdapterTests"),
         .testTarget(name: "XMTPCodecTests", dependencies: ["XMTPCodec", "SwitchboardCore", "TestSupport"],
                     path: "Tests/XMTPCodecTests", exclude: ["Fixtures"]),

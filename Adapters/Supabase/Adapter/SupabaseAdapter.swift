@@ -27,6 +27,9 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         public var bucket = "attachments"
         /// Faults to inject (conformance tests only).
         public var faults: SupabaseFaults?
+        /// Gives a fresh access token when the current one is about to expire or was refused; nil: use
+        /// `accessToken` as long as the server accepts it.
+        public var tokenProvider: (@Sendable () async throws -> String)?
 
         /// A configuration for `localUser` at `baseURL`.
         public init(baseURL: URL, apiKey: String, accessToken: String, localUser: UserID) {
@@ -56,14 +59,23 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// An adapter for `configuration`, sharing `http` (one connection pool) when given.
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) {
         self.configuration = configuration
-        self.rest = SupabaseREST(baseURL: configuration.baseURL, apiKey: configuration.apiKey,
-                                 accessToken: configuration.accessToken, http: http)
+        let tokens = SupabaseTokenSource(token: configuration.accessToken, provider: configuration.tokenProvider)
+        self.rest = SupabaseREST(baseURL: configuration.baseURL, apiKey: configuration.apiKey, tokens: tokens, http: http)
     }
 
     /// Uses a refreshed access token for REST and pushes it to every live channel.
     public func updateAccessToken(_ token: String) async {
-        rest.setAccessToken(token)
+        await rest.tokens.set(token)
         for (_, connection) in live.withLock({ Array($0.values) }) { await connection.updateToken(token) }
+    }
+
+    /// The members currently online in `conversation` (Phoenix presence on its live channel; empty without one).
+    public func onlineMembers(in conversation: ConversationID) async -> Set<UserID> {
+        var online: Set<UserID> = []
+        for connection in live.withLock({ $0.values.filter { $0.0 == conversation }.map(\.1) }) {
+            online.formUnion(await connection.onlineUsers())
+        }
+        return online
     }
 
     // MARK: prepare / publish
@@ -185,7 +197,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     public func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> {
         let (stream, continuation) = AsyncStream<AdapterEvent>.makeStream(bufferingPolicy: .unbounded)
         let connection = SupabaseRealtime(url: realtimeURL(), conversation: conversation, localUser: localUser,
-                                          token: rest.accessToken, faults: configuration.faults, continuation: continuation)
+                                          tokens: rest.tokens, faults: configuration.faults, continuation: continuation)
         let key = UUID()
         live.withLock { $0[key] = (conversation, connection) }
         continuation.onTermination = { [weak self] _ in
@@ -280,13 +292,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         headers.add("Content-Type", attachment.mimeType)
         headers.add("x-upsert", "true")
         let put = HTTPRequest(method: .put, url: rest.url("/storage/v1" + relative), headers: headers, timeout: .seconds(120))
-        let response: HTTPResponse
-        do {
-            response = try await rest.http.upload(put, body: data) { fraction in progress(min(fraction, 0.99)) }
-        } catch {
-            throw SwitchboardError(.transport, "upload of \(attachment.filename) failed: \(error)", retryable: true)
-        }
-        guard response.isSuccess else { throw SupabaseREST.error(for: response) }
+        _ = try await rest.upload(put, body: data) { fraction in progress(min(fraction, 0.99)) }
         progress(1)
         var uploaded = attachment
         uploaded.sha256 = digest

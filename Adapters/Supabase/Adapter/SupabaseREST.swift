@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SupabaseProtocol
 import SwitchboardCore
 import SwitchboardNet
@@ -9,21 +8,16 @@ final class SupabaseREST: Sendable {
     let baseURL: URL
     let apiKey: String
     let http: HTTPClient
-    private let token: Mutex<String>
+    /// The user's access token (refreshed through the provider, when there is one).
+    let tokens: SupabaseTokenSource
 
-    /// A client for the server at `baseURL`, authenticating with `apiKey` and the user's `accessToken`.
-    init(baseURL: URL, apiKey: String, accessToken: String, http: HTTPClient) {
+    /// A client for the server at `baseURL`, authenticating with `apiKey` and the user's tokens.
+    init(baseURL: URL, apiKey: String, tokens: SupabaseTokenSource, http: HTTPClient) {
         self.baseURL = baseURL
         self.apiKey = apiKey
         self.http = http
-        self.token = Mutex(accessToken)
+        self.tokens = tokens
     }
-
-    /// The current access token.
-    var accessToken: String { token.withLock { $0 } }
-
-    /// Replaces the access token used from the next request on.
-    func setAccessToken(_ newToken: String) { token.withLock { $0 = newToken } }
 
     /// Query-string characters left unescaped: unreserved plus PostgREST's operators and punctuation.
     private static let allowed: CharacterSet = {
@@ -48,11 +42,10 @@ final class SupabaseREST: Sendable {
         return URL(string: text) ?? baseURL
     }
 
-    /// The headers every request carries.
+    /// The headers every request carries (the token is added by `send`).
     func headers(prefer: String? = nil, json: Bool = false) -> HTTPHeaders {
         var headers = HTTPHeaders()
         headers.add("apikey", apiKey)
-        headers.add("Authorization", "Bearer \(accessToken)")
         if json { headers.add("Content-Type", "application/json") }
         if let prefer { headers.add("Prefer", prefer) }
         return headers
@@ -73,13 +66,38 @@ final class SupabaseREST: Sendable {
         return try Self.rows(try await send(request))
     }
 
-    /// Sends `request`; a non-2xx answer becomes a `SwitchboardError` carrying PostgREST's code and message.
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let response: HTTPResponse
+    /// Sends `request` with the current token; a 401 with a token provider refreshes the token and retries once;
+    /// a non-2xx answer becomes a `SwitchboardError` carrying PostgREST's code and message.
+    func send(_ request: HTTPRequest, authorized: Bool = true) async throws -> HTTPResponse {
+        var response = try await attempt(request, token: authorized ? await tokens.current() : nil)
+        if response.status == 401, authorized, await tokens.canRefresh {
+            let fresh = try await tokens.refresh()
+            response = try await attempt(request, token: fresh)
+        }
+        guard response.isSuccess else { throw Self.error(for: response) }
+        return response
+    }
+
+    private func attempt(_ request: HTTPRequest, token: String?) async throws -> HTTPResponse {
+        var request = request
+        if let token {
+            request.headers.remove("Authorization")
+            request.headers.add("Authorization", "Bearer \(token)")
+        }
         do {
-            response = try await http.send(request)
+            return try await http.send(request)
         } catch {
             throw SwitchboardError(.transport, "request to the Supabase server failed: \(error)", retryable: true)
+        }
+    }
+
+    /// Uploads `body` with progress through `request` (no token: the URL is signed).
+    func upload(_ request: HTTPRequest, body: Data, progress: @escaping @Sendable (Double) -> Void) async throws -> HTTPResponse {
+        let response: HTTPResponse
+        do {
+            response = try await http.upload(request, body: body, progress: progress)
+        } catch {
+            throw SwitchboardError(.transport, "upload failed: \(error)", retryable: true)
         }
         guard response.isSuccess else { throw Self.error(for: response) }
         return response

@@ -10,6 +10,10 @@ actor SupabaseRealtime {
     private let conversation: ConversationID
     private let localUser: UserID
     private let faults: SupabaseFaults?
+    private let tokens: SupabaseTokenSource
+    private var pushedToken: String?
+    private var lastTokenCheck: Double = 0
+    private var roster = PresenceRoster()
     private let continuation: AsyncStream<AdapterEvent>.Continuation
     private var machine: PhoenixClientChannel
     private var socket: WebSocketClient?
@@ -20,8 +24,9 @@ actor SupabaseRealtime {
     private let started = ContinuousClock.now
 
     /// A live connection for `conversation` at the realtime `url`, yielding into `continuation`.
-    init(url: URL, conversation: ConversationID, localUser: UserID, token: String, faults: SupabaseFaults?,
+    init(url: URL, conversation: ConversationID, localUser: UserID, tokens: SupabaseTokenSource, faults: SupabaseFaults?,
          continuation: AsyncStream<AdapterEvent>.Continuation) {
+        self.tokens = tokens
         self.url = url
         self.conversation = conversation
         self.localUser = localUser
@@ -35,11 +40,14 @@ actor SupabaseRealtime {
                                              "presence": ["key": .string(localUser.rawValue)],
                                              "postgres_changes": .array(changes), "private": false]]
         machine = PhoenixClientChannel(configuration: .init(topic: "realtime:conversation:\(conversation.rawValue)"),
-                                       joinPayload: payload, token: token)
+                                       joinPayload: payload, token: nil)
     }
 
     /// Starts connecting and the clock that drives heartbeats.
-    func start() {
+    func start() async {
+        let token = await tokens.current()
+        pushedToken = token
+        perform(machine.handle(.tokenChanged(token)))
         if let faults {
             dropObserver = faults.addDropObserver { [weak self] in Task { await self?.dropSocket() } }
         }
@@ -66,8 +74,12 @@ actor SupabaseRealtime {
 
     /// Pushes a refreshed token to the channel (and uses it for later joins).
     func updateToken(_ token: String) {
+        pushedToken = token
         perform(machine.handle(.tokenChanged(token)))
     }
+
+    /// The users present on the channel now.
+    func onlineUsers() -> Set<UserID> { Set(roster.online.map(UserID.init)) }
 
     /// Broadcasts a typing indicator to the conversation's other members; dropped while not joined.
     func sendTyping(_ isTyping: Bool) {
@@ -76,9 +88,14 @@ actor SupabaseRealtime {
         if let message = machine.push(event: "broadcast", payload: payload) { perform([.send(message)]) }
     }
 
-    private func tick() {
+    private func tick() async {
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        if machine.phase == .joined, seconds - lastTokenCheck >= 1 {
+            lastTokenCheck = seconds
+            let token = await tokens.current()
+            if token != pushedToken { updateToken(token) }
+        }
         perform(machine.handle(.tick(now: seconds)))
     }
 
@@ -103,9 +120,19 @@ actor SupabaseRealtime {
                 })
                 tasks.removeAll { $0.isCancelled }
             case .joined:
+                roster = PresenceRoster()
+                let track: JSONValue = ["type": "presence", "event": "track",
+                                        "payload": ["user_id": .string(localUser.rawValue),
+                                                    "online_at": .string(SupabaseTimestamp.format(Date()))]]
+                if let message = machine.push(event: "presence", payload: track) { perform([.send(message)]) }
                 continuation.yield(.connection(.connected))
             case .disconnected(let reason):
+                roster = PresenceRoster()
                 continuation.yield(.connection(.disconnected(reason: reason)))
+                let lowered = reason.lowercased()
+                if lowered.contains("token") || lowered.contains("jwt") {
+                    Task { [tokens] in _ = try? await tokens.refresh() }
+                }
             case .event(let message):
                 handleEvent(message)
             }
@@ -119,7 +146,10 @@ actor SupabaseRealtime {
         await socket.close(code: .goingAway, reason: "fault: drop")
     }
 
-    private func reconnectDue() {
+    private func reconnectDue() async {
+        let token = await tokens.current()
+        pushedToken = token
+        perform(machine.handle(.tokenChanged(token)))
         perform(machine.handle(.reconnectDue))
     }
 
@@ -189,6 +219,10 @@ actor SupabaseRealtime {
                   type == "INSERT" || type == "UPDATE", let record = data["record"],
                   let change = SupabaseRows.change(table: table, row: record) else { return }
             deliver(.change(change))
+        case "presence_state":
+            roster.applyState(message.payload)
+        case "presence_diff":
+            roster.applyDiff(message.payload)
         case "broadcast":
             guard message.payload["event"]?.stringValue == "typing",
                   let user = message.payload["payload"]?["user_id"]?.stringValue, user != localUser.rawValue else { return }

@@ -1,0 +1,150 @@
+import Foundation
+import SupabaseAdapter
+import SupabaseConformance
+import SupabaseProtocol
+import SwitchboardCore
+import SwitchboardNet
+import Synchronization
+import Testing
+
+/// The adapter against the real server (presence, expiring tokens) and against a misbehaving fake one.
+@Suite("Supabase adapter behaviour", .serialized)
+struct SupabaseAdapterBehaviourTests {
+    private static func adapter(_ server: AdapterTestServer, _ user: UserID, lifetime: Int = 3600,
+                                provider: Bool = false) -> SupabaseAdapter {
+        let signer = JWTSigner(secret: AdapterTestServer.jwtSecret)
+        let mint: @Sendable () -> String = {
+            signer.sign(claims: ["role": "authenticated", "sub": .string(user.rawValue),
+                                 "exp": .int(Int64(Date().timeIntervalSince1970) + Int64(lifetime))])
+        }
+        var configuration = SupabaseAdapter.Configuration(baseURL: server.baseURL,
+                                                          apiKey: signer.sign(claims: ["role": "anon"]),
+                                                          accessToken: mint(), localUser: user)
+        if provider { configuration.tokenProvider = { mint() } }
+        return SupabaseAdapter(configuration: configuration)
+    }
+
+    /// A value shared with escaping closures.
+    final class Shared<Value: Sendable>: Sendable {
+        let value: Mutex<Value>
+        init(_ value: Value) { self.value = Mutex(value) }
+        func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
+    }
+
+    /// Collects a live stream's events in the background.
+    final class Recorder: Sendable {
+        let events = Shared<[AdapterEvent]>([])
+        let task: Task<Void, Never>
+        init(_ stream: AsyncStream<AdapterEvent>) {
+            let events = self.events
+            task = Task { for await event in stream { events.withLock { $0.append(event) } } }
+        }
+        var connects: Int { events.withLock { $0.filter { $0 == .connection(.connected) }.count } }
+        var messages: [RemoteMessage] {
+            events.withLock { $0.compactMap { if case .change(.message(let m)) = $0 { m } else { nil } } }
+        }
+    }
+
+    private static func eventually(_ what: String, timeout: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out: \(what)")
+    }
+
+    private static func outgoing(_ text: String, _ conversation: ConversationID, _ sender: UserID) -> OutgoingMessage {
+        OutgoingMessage(id: .make(), conversation: conversation, sender: sender, text: text, createdAt: Date())
+    }
+
+    @Test("presence: each member sees the other online; a member whose stream ends goes offline")
+    func presence() async throws {
+        let server = try await AdapterTestServer.start()
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let conversation = try await harness.createConversation(members: ["alice", "bob"])
+        let alice = Self.adapter(server, "alice"), bob = Self.adapter(server, "bob")
+        let aliceLive = Recorder(alice.liveEvents(in: conversation))
+        let bobLive = Recorder(bob.liveEvents(in: conversation))
+        try await Self.eventually("alice sees bob online") { await alice.onlineMembers(in: conversation) == ["alice", "bob"] }
+        try await Self.eventually("bob sees alice online") { await bob.onlineMembers(in: conversation) == ["alice", "bob"] }
+        bobLive.task.cancel()
+        try await Self.eventually("bob goes offline for alice") { await alice.onlineMembers(in: conversation) == ["alice"] }
+        aliceLive.task.cancel()
+        await server.stop()
+    }
+
+    @Test("tokens expiring every 4 s are refreshed before they lapse: REST keeps working and no live change is lost")
+    func expiringTokens() async throws {
+        let server = try await AdapterTestServer.start()
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let conversation = try await harness.createConversation(members: ["alice", "bob"])
+        let alice = Self.adapter(server, "alice", lifetime: 4, provider: true)
+        let bob = Self.adapter(server, "bob")
+        let aliceLive = Recorder(alice.liveEvents(in: conversation))
+        try await Self.eventually("alice joined") { aliceLive.connects >= 1 }
+        var sent: [RemoteID] = []
+        for index in 0..<20 {
+            let prepared = try await bob.prepare(Self.outgoing("tick \(index)", conversation, "bob"), noSend: false)
+            sent.append(try #require(try await bob.publish(prepared).remoteID))
+            let mine = try await alice.prepare(Self.outgoing("ack \(index)", conversation, "alice"), noSend: false)
+            _ = try await alice.publish(mine)
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        try await Self.eventually("alice received all of bob's messages live") {
+            Set(aliceLive.messages.map(\.remoteID)).isSuperset(of: sent)
+        }
+        #expect(aliceLive.connects == 1, "the channel was rejoined \(aliceLive.connects - 1) times: the token lapsed")
+        aliceLive.task.cancel()
+        await server.stop()
+    }
+
+    @Test("a server error body fails the publish with a typed, retryable error; a refusal is not retryable")
+    func errorBodies() async throws {
+        let status = Shared(500)
+        let fake = HTTPServer()
+        fake.route(.post, "/rest/v1/messages") { _ in
+            let code = status.withLock { $0 }
+            return .json(Data(#"{"code":"XX000","message":"boom","details":null,"hint":null}"#.utf8), status: code)
+        }
+        let port = try fake.start()
+        var configuration = SupabaseAdapter.Configuration(baseURL: URL(string: "http://127.0.0.1:\(port)")!, apiKey: "k",
+                                                          accessToken: "t", localUser: "alice")
+        configuration.backend = "fake"
+        let adapter = SupabaseAdapter(configuration: configuration)
+        let conversation = ConversationID(UUID().uuidString.lowercased())
+        let prepared = try await adapter.prepare(Self.outgoing("hi", conversation, "alice"), noSend: false)
+        let serverError = await #expect(throws: SwitchboardError.self) { _ = try await adapter.publish(prepared) }
+        #expect(serverError?.code == .transport && serverError?.isRetryable == true)
+        #expect(serverError?.message.contains("boom") == true)
+        status.withLock { $0 = 403 }
+        let refusal = await #expect(throws: SwitchboardError.self) { _ = try await adapter.publish(prepared) }
+        #expect(refusal?.code == .refused && refusal?.isRetryable == false)
+        await fake.stop()
+    }
+
+    @Test("a malformed realtime frame makes the adapter reconnect and rejoin (and the engine resync), never crash")
+    func malformedFrame() async throws {
+        let joins = Shared(0)
+        let fake = HTTPServer()
+        fake.webSocket("/realtime/v1/websocket") { connection in
+            for await frame in connection.frames {
+                guard case .text(let text) = frame, let message = try? PhoenixTextCodec.decode(text, version: .v2) else { continue }
+                if message.event == "phx_join" {
+                    let count = joins.withLock { $0 += 1; return $0 }
+                    try? await connection.send(text: PhoenixTextCodec.encode(PhoenixMessage.reply(to: message), version: .v2))
+                    if count == 1 { try? await connection.send(text: "[\"1\",null,\"realtime:x\",\"postgres_changes\",{") }
+                }
+            }
+        }
+        let port = try fake.start()
+        let adapter = SupabaseAdapter(configuration: SupabaseAdapter.Configuration(
+            baseURL: URL(string: "http://127.0.0.1:\(port)")!, apiKey: "k", accessToken: "t", localUser: "alice"))
+        let live = Recorder(adapter.liveEvents(in: "c1"))
+        try await Self.eventually("rejoined after the malformed frame") { live.connects >= 2 }
+        let disconnects = live.events.withLock { $0.filter { if case .connection(.disconnected) = $0 { true } else { false } } }
+        #expect(disconnects.count >= 1)
+        live.task.cancel()
+        await fake.stop()
+    }
+}
