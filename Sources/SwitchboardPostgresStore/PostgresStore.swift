@@ -1,0 +1,2 @@
+/// PLACEHOLDER: replaced by the PostgreSQL store.
+enum PostgresStorePlaceholder {}
