@@ -1,3 +1,4 @@
+import SwitchboardSQLite
 import Foundation
 
 /// Named schema migrations, registered in order; the names already applied are kept in `schema_migrations`.

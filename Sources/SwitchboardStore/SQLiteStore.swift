@@ -1,3 +1,4 @@
+import SwitchboardSQLite
 import Foundation
 import Synchronization
 import SwitchboardCore

@@ -1,3 +1,4 @@
+import SwitchboardSQLite
 import CSQLite
 import Foundation
 @testable import SwitchboardStore

@@ -8,16 +8,16 @@ private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.
 /// One prepared statement: binds parameters, steps, and reads columns of the current row.
 ///
 /// A statement belongs to one `SQLiteConnection` and is used only under that connection's owner.
-final class SQLiteStatement {
+public final class SQLiteStatement {
     /// The prepared statement handle.
     private let handle: OpaquePointer
     /// The connection handle, for error messages.
     private let connection: OpaquePointer
     /// The SQL text, with placeholders only.
-    let sql: String
+    public let sql: String
 
     /// Prepares `sql` on `connection`.
-    init(connection: OpaquePointer, sql: String) throws {
+    public init(connection: OpaquePointer, sql: String) throws {
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard code == SQLITE_OK, let statement else {
@@ -32,13 +32,13 @@ final class SQLiteStatement {
     deinit { sqlite3_finalize(handle) }
 
     /// Returns the statement to its initial state and clears every binding.
-    func reset() {
+    public func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
 
     /// Binds `arguments` to parameters 1...n (nil binds NULL); the count must match the statement's.
-    func bind(_ arguments: [(any SQLiteBindable)?]) throws {
+    public func bind(_ arguments: [(any SQLiteBindable)?]) throws {
         let expected = Int(sqlite3_bind_parameter_count(handle))
         guard arguments.count == expected else {
             throw SQLiteError(extendedCode: SQLITE_RANGE,
@@ -50,7 +50,7 @@ final class SQLiteStatement {
     }
 
     /// Binds one value to the 1-based parameter `index`.
-    func bind(_ value: SQLiteValue, at index: Int32) throws {
+    public func bind(_ value: SQLiteValue, at index: Int32) throws {
         let code: Int32
         switch value {
         case .null:
@@ -84,7 +84,7 @@ final class SQLiteStatement {
     }
 
     /// Advances to the next row: true when a row is available, false when the statement is done.
-    func step() throws -> Bool {
+    public func step() throws -> Bool {
         let code = sqlite3_step(handle)
         switch code {
         case SQLITE_ROW: return true
@@ -94,51 +94,51 @@ final class SQLiteStatement {
     }
 
     /// Whether column `index` of the current row is NULL.
-    func isNull(at index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
+    public func isNull(at index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
 
     /// Column `index` as an integer (0 for NULL).
-    func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+    public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
 
     /// Column `index` as an integer, nil for NULL.
-    func optionalInt64(at index: Int32) -> Int64? { isNull(at: index) ? nil : int64(at: index) }
+    public func optionalInt64(at index: Int32) -> Int64? { isNull(at: index) ? nil : int64(at: index) }
 
     /// Column `index` as an `Int` (0 for NULL).
-    func int(at index: Int32) -> Int { Int(int64(at: index)) }
+    public func int(at index: Int32) -> Int { Int(int64(at: index)) }
 
     /// Column `index` as a Boolean (non-zero is true).
-    func bool(at index: Int32) -> Bool { int64(at: index) != 0 }
+    public func bool(at index: Int32) -> Bool { int64(at: index) != 0 }
 
     /// Column `index` as a Boolean, nil for NULL.
-    func optionalBool(at index: Int32) -> Bool? { isNull(at: index) ? nil : bool(at: index) }
+    public func optionalBool(at index: Int32) -> Bool? { isNull(at: index) ? nil : bool(at: index) }
 
     /// Column `index` as a double (0 for NULL).
-    func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
+    public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
 
     /// Column `index` as a double, nil for NULL.
-    func optionalDouble(at index: Int32) -> Double? { isNull(at: index) ? nil : double(at: index) }
+    public func optionalDouble(at index: Int32) -> Double? { isNull(at: index) ? nil : double(at: index) }
 
     /// Column `index` as text (empty for NULL); embedded NUL characters survive.
-    func string(at index: Int32) -> String {
+    public func string(at index: Int32) -> String {
         guard let characters = sqlite3_column_text(handle, index) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, index))
         return String(decoding: UnsafeBufferPointer(start: characters, count: count), as: UTF8.self)
     }
 
     /// Column `index` as text, nil for NULL.
-    func optionalString(at index: Int32) -> String? { isNull(at: index) ? nil : string(at: index) }
+    public func optionalString(at index: Int32) -> String? { isNull(at: index) ? nil : string(at: index) }
 
     /// Column `index` as bytes (empty for NULL or an empty blob).
-    func data(at index: Int32) -> Data {
+    public func data(at index: Int32) -> Data {
         guard let bytes = sqlite3_column_blob(handle, index) else { return Data() }
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, index)))
     }
 
     /// Column `index` as bytes, nil for NULL.
-    func optionalData(at index: Int32) -> Data? { isNull(at: index) ? nil : data(at: index) }
+    public func optionalData(at index: Int32) -> Data? { isNull(at: index) ? nil : data(at: index) }
 
     /// Column `index`, stored as whole microseconds since 1970, as a date.
-    func date(at index: Int32) -> Date { TimelinePosition.date(micros: int64(at: index)) }
+    public func date(at index: Int32) -> Date { TimelinePosition.date(micros: int64(at: index)) }
 
     /// Column `index` as a date, nil for NULL.
-    func optionalDate(at index: Int32) -> Date? { isNull(at: index) ? nil : date(at: index) }
+    public func optionalDate(at index: Int32) -> Date? { isNull(at: index) ? nil : date(at: index) }
 }

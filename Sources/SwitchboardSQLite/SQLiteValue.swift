@@ -1,7 +1,7 @@
 import Foundation
 
 /// One SQLite value, as bound to a statement parameter.
-enum SQLiteValue: Sendable, Hashable {
+public enum SQLiteValue: Sendable, Hashable {
     /// SQL NULL.
     case null
     /// A 64-bit integer.

@@ -4,16 +4,16 @@ import Foundation
 /// A thin wrapper over one `sqlite3*`: open, execute, prepare (with a statement cache) and close.
 ///
 /// Not thread-safe: its owner (`SQLiteStore`) serialises every access.
-final class SQLiteConnection {
+public final class SQLiteConnection {
     /// The database handle; nil once closed.
     private var handle: OpaquePointer?
     /// The file this connection opened (or `:memory:`).
-    let path: String
+    public let path: String
     /// Prepared statements by SQL text, reused across calls.
     private var statements: [String: SQLiteStatement] = [:]
 
     /// Opens (creating if needed) the database at `path` for reading and writing.
-    init(path: String) throws {
+    public init(path: String) throws {
         self.path = path
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -30,7 +30,7 @@ final class SQLiteConnection {
     deinit { close() }
 
     /// Whether the connection is still open.
-    var isOpen: Bool { handle != nil }
+    public var isOpen: Bool { handle != nil }
 
     /// The open handle, or a misuse error once closed.
     private func openHandle(sql: String? = nil) throws -> OpaquePointer {
@@ -41,7 +41,7 @@ final class SQLiteConnection {
     }
 
     /// Finalises every cached statement and closes the handle; safe to call twice.
-    func close() {
+    public func close() {
         statements.removeAll()
         if let handle {
             sqlite3_close_v2(handle)
@@ -50,14 +50,14 @@ final class SQLiteConnection {
     }
 
     /// Runs one or more SQL statements that take no arguments (schema scripts, transaction control).
-    func executeScript(_ sql: String) throws {
+    public func executeScript(_ sql: String) throws {
         let handle = try openHandle(sql: sql)
         let code = sqlite3_exec(handle, sql, nil, nil, nil)
         guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code, sql: sql) }
     }
 
     /// The cached prepared statement for `sql`, reset and with its bindings cleared.
-    func cachedStatement(_ sql: String) throws -> SQLiteStatement {
+    public func cachedStatement(_ sql: String) throws -> SQLiteStatement {
         if let statement = statements[sql] {
             statement.reset()
             return statement
@@ -68,7 +68,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one statement with `arguments`, discarding any rows.
-    func execute(_ sql: String, _ arguments: [(any SQLiteBindable)?] = []) throws {
+    public func execute(_ sql: String, _ arguments: [(any SQLiteBindable)?] = []) throws {
         let statement = try cachedStatement(sql)
         defer { statement.reset() }
         try statement.bind(arguments)
@@ -76,7 +76,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one query with `arguments` and decodes every row with `decode`.
-    func query<Row>(_ sql: String, _ arguments: [(any SQLiteBindable)?] = [],
+    public func query<Row>(_ sql: String, _ arguments: [(any SQLiteBindable)?] = [],
                     _ decode: (SQLiteStatement) throws -> Row) throws -> [Row] {
         let statement = try cachedStatement(sql)
         defer { statement.reset() }
@@ -87,7 +87,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one query with `arguments` and decodes its first row, nil when there is none.
-    func queryFirst<Row>(_ sql: String, _ arguments: [(any SQLiteBindable)?] = [],
+    public func queryFirst<Row>(_ sql: String, _ arguments: [(any SQLiteBindable)?] = [],
                          _ decode: (SQLiteStatement) throws -> Row) throws -> Row? {
         let statement = try cachedStatement(sql)
         defer { statement.reset() }
@@ -96,32 +96,32 @@ final class SQLiteConnection {
     }
 
     /// Rows changed by the latest INSERT, UPDATE or DELETE (cascades not counted).
-    var changes: Int {
+    public var changes: Int {
         guard let handle else { return 0 }
         return Int(sqlite3_changes64(handle))
     }
 
     /// The rowid of the latest successful INSERT.
-    var lastInsertRowID: Int64 {
+    public var lastInsertRowID: Int64 {
         guard let handle else { return 0 }
         return sqlite3_last_insert_rowid(handle)
     }
 
     /// Whether no transaction is open (autocommit mode).
-    var isAutocommit: Bool {
+    public var isAutocommit: Bool {
         guard let handle else { return true }
         return sqlite3_get_autocommit(handle) != 0
     }
 
     /// Sets how long a statement waits for another connection's lock before failing with `SQLITE_BUSY`.
-    func setBusyTimeout(milliseconds: Int32) throws {
+    public func setBusyTimeout(milliseconds: Int32) throws {
         let handle = try openHandle()
         let code = sqlite3_busy_timeout(handle, milliseconds)
         guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code) }
     }
 
     /// Turns SQLite's defensive mode on, which forbids writes that could corrupt the file (writable_schema...).
-    func enableDefensiveMode() throws {
+    public func enableDefensiveMode() throws {
         let handle = try openHandle()
         let code = csqlite_set_defensive(handle, 1)
         guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code) }

@@ -2,82 +2,82 @@ import Foundation
 import SwitchboardCore
 
 /// A Swift value that can be bound to a statement parameter.
-protocol SQLiteBindable {
+public protocol SQLiteBindable {
     /// The value as SQLite stores it.
     var sqliteValue: SQLiteValue { get }
 }
 
 extension SQLiteValue: SQLiteBindable {
     /// The value itself.
-    var sqliteValue: SQLiteValue { self }
+    public var sqliteValue: SQLiteValue { self }
 }
 
 extension String: SQLiteBindable {
     /// Text.
-    var sqliteValue: SQLiteValue { .text(self) }
+    public var sqliteValue: SQLiteValue { .text(self) }
 }
 
 extension Int64: SQLiteBindable {
     /// An integer.
-    var sqliteValue: SQLiteValue { .integer(self) }
+    public var sqliteValue: SQLiteValue { .integer(self) }
 }
 
 extension Int: SQLiteBindable {
     /// An integer.
-    var sqliteValue: SQLiteValue { .integer(Int64(self)) }
+    public var sqliteValue: SQLiteValue { .integer(Int64(self)) }
 }
 
 extension Double: SQLiteBindable {
     /// A real.
-    var sqliteValue: SQLiteValue { .real(self) }
+    public var sqliteValue: SQLiteValue { .real(self) }
 }
 
 extension Bool: SQLiteBindable {
     /// 1 or 0.
-    var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) }
+    public var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) }
 }
 
 extension Data: SQLiteBindable {
     /// A blob.
-    var sqliteValue: SQLiteValue { .blob(self) }
+    public var sqliteValue: SQLiteValue { .blob(self) }
 }
 
 extension Date: SQLiteBindable {
     /// Whole microseconds since 1970, the precision every store keeps.
-    var sqliteValue: SQLiteValue { .integer(TimelinePosition.micros(self)) }
+    public var sqliteValue: SQLiteValue { .integer(TimelinePosition.micros(self)) }
 }
 
 extension MessageID: SQLiteBindable {
     /// The identifier's text.
-    var sqliteValue: SQLiteValue { .text(rawValue) }
+    public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
 
 extension ConversationID: SQLiteBindable {
     /// The identifier's text.
-    var sqliteValue: SQLiteValue { .text(rawValue) }
+    public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
 
 extension UserID: SQLiteBindable {
     /// The identifier's text.
-    var sqliteValue: SQLiteValue { .text(rawValue) }
+    public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
 
 extension BackendID: SQLiteBindable {
     /// The identifier's text.
-    var sqliteValue: SQLiteValue { .text(rawValue) }
+    public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
 
 extension RemoteID: SQLiteBindable {
     /// The identifier's text.
-    var sqliteValue: SQLiteValue { .text(rawValue) }
+    public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
 
 extension AttachmentID: SQLiteBindable {
     /// The identifier's text.
-    var sqliteValue: SQLiteValue { .text(rawValue) }
+    public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
 
 extension Cursor: SQLiteBindable {
     /// The cursor's text.
-    var sqliteValue: SQLiteValue { .text(rawValue) }
+    public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
