@@ -28,4 +28,34 @@ static inline int copenssl_ctx_set_min_tls12(SSL_CTX *ctx) {
 static inline void copenssl_ctx_set_moving_write_buffer(SSL_CTX *ctx) {
     SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 }
+/* ---- XMTPCrypto additions: HKDF through EVP_KDF (its parameter names are macros). ---- */
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#include <openssl/crypto.h>
+
+/// HKDF-SHA256 (RFC 5869, extract then expand) through EVP_KDF; returns 1 on success, 0 on failure.
+static inline int copenssl_hkdf_sha256(const unsigned char *salt, size_t salt_len,
+                                       const unsigned char *ikm, size_t ikm_len,
+                                       const unsigned char *info, size_t info_len,
+                                       unsigned char *out, size_t out_len) {
+    static unsigned char empty = 0;
+    EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+    if (kdf == NULL) return 0;
+    EVP_KDF_CTX *ctx = EVP_KDF_CTX_new(kdf);
+    EVP_KDF_free(kdf);
+    if (ctx == NULL) return 0;
+    OSSL_PARAM params[5];
+    size_t n = 0;
+    params[n++] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+    params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)(ikm ? ikm : &empty), ikm_len);
+    if (salt_len > 0) params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len);
+    if (info_len > 0) params[n++] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, info_len);
+    params[n] = OSSL_PARAM_construct_end();
+    int ok = EVP_KDF_derive(ctx, out, out_len, params) == 1;
+    EVP_KDF_CTX_free(ctx);
+    return ok;
+}
+
 #endif

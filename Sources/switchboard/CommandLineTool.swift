@@ -89,6 +89,30 @@ enum CommandLineTool {
           --max-object-size N     largest storage object in bytes (default 52428800)
           --verbose               log requests and internals to standard error
 
+      serve xmtp                Run the XMTP-like node (MLS API gateway: send/query/subscribe group messages,
+                                inbox registration, group registry, presigned uploads) on loopback; prints
+                                `listening on http://127.0.0.1:PORT` once ready, stops on SIGINT/SIGTERM.
+          --data-dir DIR          SQLite database and uploaded files (required)
+          --port N                port to bind (default 0: a free one)
+          --host H                address to bind (default 127.0.0.1)
+          --database-url URL      keep messages, groups and tokens in this PostgreSQL database instead
+          --verbose               log to standard error
+
+      xmtp codec encode         Encode content as libxmtp does; prints the EncodedContent protobuf as hex.
+          --type T                text | reply | reaction (2.0) | reaction:1.0 | readReceipt | attachment |
+                                  remoteStaticAttachment | multiRemoteStaticAttachment | deleteMessage |
+                                  editMessage (or the full form, e.g. xmtp.org/text:1.0)
+          --json J                the value as JSON with libxmtp's field names, e.g. '"hello"' for text
+      xmtp codec decode         Decode EncodedContent; prints {"type","parameters","fallback","content"}.
+          --hex H                 the EncodedContent protobuf as hex
+      xmtp message-id           hex(sha256(group_id ‖ TAB ‖ idempotency_key ‖ TAB ‖ EncodedContent bytes)).
+          --group G --key K --content-hex H
+      xmtp attachment encrypt   Wrap a file in attachment:1.0, encrypt it as a remote attachment (HKDF-SHA256,
+                                AES-256-GCM), write the ciphertext, print the parameters as JSON.
+          --in FILE --out CIPHERTEXT [--filename NAME] [--mime TYPE]
+      xmtp attachment decrypt   Check the digest, decrypt, write the file.
+          --in CIPHERTEXT --params JSON|FILE --out FILE
+
       help, --help              Show this text.
 
     Exit status: 0 on success, 1 on failure, 2 on a usage error.

@@ -1,4 +1,46 @@
-/// PLACEHOLDER: `serve xmtp`.
+import Foundation
+import XMTPNode
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `switchboard serve xmtp`: runs the XMTP-like node on loopback until SIGINT or SIGTERM.
 enum ServeXMTPCommand {
-    static func run(_ options: Arguments) async throws -> Int32 { throw UsageError("serve xmtp: not built yet") }
+    /// Parses the options, starts the node, prints the one `listening on` line and waits for a signal.
+    static func run(_ options: Arguments) async throws -> Int32 {
+        try options.check(allowed: ["port", "host", "data-dir", "database-url", "verbose"])
+        guard options.positional.isEmpty else {
+            throw UsageError("unexpected argument '\(options.positional[0])'")
+        }
+        guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
+            throw UsageError("--data-dir DIR is required (the SQLite database and uploads live there)")
+        }
+        let directory = URL(fileURLWithPath: dataDirectory, isDirectory: true).standardizedFileURL
+        var configuration = XMTPNodeConfiguration(dataDirectory: directory)
+        configuration.port = try ServeCommand.port(options.value("port"))
+        if let host = options.value("host") { configuration.host = host }
+        if let url = options.value("database-url") {
+            guard !url.isEmpty else { throw UsageError("--database-url needs a PostgreSQL URL") }
+            configuration.databaseURL = url
+        }
+        if options.has("verbose") {
+            configuration.log = { line in FileHandle.standardError.write(Data("xmtp: \(line)\n".utf8)) }
+        }
+
+        let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let server = XMTPNodeServer(configuration: configuration)
+        let port: Int
+        do {
+            port = try await server.start()
+        } catch {
+            await server.stop()
+            throw error
+        }
+        writeLine("listening on http://\(configuration.host):\(port)")
+        let signal = await stopSignal.wait()
+        FileHandle.standardError.write(Data("switchboard: signal \(signal), stopping\n".utf8))
+        await server.stop()
+        return 0
+    }
 }

@@ -1,2 +1,0 @@
-/// PLACEHOLDER: replaced by the crypto implementation.
-enum XMTPCryptoPlaceholder {}

@@ -1,2 +1,0 @@
-/// PLACEHOLDER: replaced by the node implementation.
-enum XMTPNodePlaceholder {}

@@ -1,0 +1,95 @@
+import Foundation
+import SwitchboardNet
+import Testing
+import TestSupport
+
+extension BackendSuites {
+    /// `switchboard serve xmtp` as an operator runs it: one ready line, requests served, a clean stop on SIGTERM.
+    @Suite("switchboard serve xmtp")
+    struct ServeXMTPCommandTests {
+        @Test("prints one listening line, serves, and exits 0 on SIGTERM", arguments: Backend.allCases)
+        func servesAndStops(backend: Backend) async throws {
+            let directory = try makeTemporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let process = Process()
+            process.executableURL = try SwitchboardExecutable.locate()
+            var arguments = ["serve", "xmtp", "--port", "0", "--data-dir", directory.path]
+            if backend == .postgres { arguments += ["--database-url", try PostgresTestCluster.required().freshDatabase()] }
+            process.arguments = arguments
+            let stdout = Pipe()
+            process.standardOutput = stdout
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            let lines = OutputLines(stdout.fileHandleForReading)
+            let first = try await lines.firstLine(timeout: .seconds(60))
+            let match = try #require(first.wholeMatch(of: /listening on http:\/\/127\.0\.0\.1:(\d+)/), "got \(first)")
+            let base = try #require(URL(string: "http://127.0.0.1:\(match.1)"))
+            let response = try await HTTPClient().send(HTTPRequest(method: .post, url: base.appendingPathComponent("identity/v1/register"),
+                                                                   body: Data(#"{"inbox_id":"cli"}"#.utf8)))
+            #expect(response.status == 200)
+            kill(process.processIdentifier, SIGTERM)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(!process.isRunning, "serve did not exit within 30 s of SIGTERM")
+            #expect(process.terminationStatus == 0)
+            #expect(lines.all() == [first], "serve printed more than the one ready line")
+            let sqlite = FileManager.default.fileExists(atPath: directory.appendingPathComponent("xmtp-node.sqlite").path)
+            #expect(sqlite == (backend == .sqlite), "SQLite is used only without --database-url")
+        }
+
+        @Test("unknown options and a missing --data-dir are usage errors (status 2)")
+        func usageErrors() throws {
+            for (arguments, expected) in [(["serve", "xmtp"], "--data-dir"), (["serve", "xmtp", "--data-dir", "/tmp/x", "--jwt-secret", "s"], "--jwt-secret"),
+                                          (["serve", "xmtp", "--data-dir", "/tmp/x", "--port", "70000"], "--port")] {
+                let process = Process()
+                process.executableURL = try SwitchboardExecutable.locate()
+                process.arguments = arguments
+                let stderr = Pipe()
+                process.standardError = stderr
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 2, "\(arguments)")
+                #expect(text.contains(expected), "\(arguments): \(text)")
+            }
+        }
+    }
+}
+
+/// Collects a pipe's output as lines while the process runs.
+final class OutputLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffer = Data()
+    private var lines: [String] = []
+
+    /// Starts reading `handle`.
+    init(_ handle: FileHandle) {
+        handle.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self else { return }
+            if data.isEmpty { handle.readabilityHandler = nil; return }
+            self.lock.withLock {
+                self.buffer.append(data)
+                while let newline = self.buffer.firstIndex(of: 0x0A) {
+                    self.lines.append(String(decoding: self.buffer[..<newline], as: UTF8.self))
+                    self.buffer.removeSubrange(...newline)
+                }
+            }
+        }
+    }
+
+    /// Every complete line so far.
+    func all() -> [String] { lock.withLock { lines } }
+
+    /// The first line, waiting up to `timeout`.
+    func firstLine(timeout: Duration) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = all().first { return line }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try need(all().first, "a line on standard output within \(timeout)")
+    }
+}
