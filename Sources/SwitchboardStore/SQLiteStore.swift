@@ -6,7 +6,7 @@ import SwitchboardCore
 /// The embedded `Store`: one SQLite file in WAL mode, one connection, every access serialised through a `Mutex`.
 ///
 /// Do not call the store again from inside a `read` or `write` body: the lock is not reentrant.
-public final class SQLiteStore: Store {
+public final class SQLiteStore: LeaseStore {
     /// The `application_id` in the header of every Switchboard database ("SBRD").
     public static let applicationID: Int32 = SwitchboardSchema.applicationID
 
@@ -43,12 +43,33 @@ public final class SQLiteStore: Store {
 
     /// Runs `body` in one write transaction (BEGIN IMMEDIATE); any throw rolls back and rethrows the first error.
     public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try transaction(isReadOnly: false, body)
+        try transaction(isReadOnly: false) { try body($0) }
     }
 
     /// Runs `body` against a consistent read snapshot (BEGIN DEFERRED with writes refused).
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try transaction(isReadOnly: true, body)
+        try transaction(isReadOnly: true) { try body($0) }
+    }
+
+    /// Takes the lease `name` for `owner` until `now + ttl` when it is free, expired or already `owner`'s (which
+    /// renews it); returns whether `owner` holds it now.
+    public func acquireLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
+        try transaction(isReadOnly: false) { try $0.acquireLease(name, owner: owner, ttl: ttl, now: now) }
+    }
+
+    /// Extends `owner`'s lease to `now + ttl`; false when someone else took it over or it was released.
+    public func renewLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
+        try transaction(isReadOnly: false) { try $0.renewLease(name, owner: owner, ttl: ttl, now: now) }
+    }
+
+    /// Gives up `owner`'s lease; does nothing when `owner` does not hold it.
+    public func releaseLease(_ name: String, owner: String) throws {
+        try transaction(isReadOnly: false) { try $0.releaseLease(name, owner: owner) }
+    }
+
+    /// The owner of the lease at `now`, or nil when it is free or expired.
+    public func leaseOwner(_ name: String, now: Date) throws -> String? {
+        try transaction(isReadOnly: true) { try $0.leaseOwner(name, now: now) }
     }
 
     /// Closes the connection now instead of at deinit; every later call throws a `storage` error.
@@ -78,7 +99,7 @@ public final class SQLiteStore: Store {
     }
 
     /// Runs `body` in a transaction, committing when it returns and rolling back when anything throws.
-    private func transaction<T>(isReadOnly: Bool, _ body: (any StoreTransaction) throws -> T) throws -> T {
+    private func transaction<T>(isReadOnly: Bool, _ body: (SQLiteTransaction) throws -> T) throws -> T {
         try connection.withLock { connection in
             // The connection is lent to `body` only through a `SQLiteTransaction`, which drops its reference when
             // the transaction ends, so the connection never escapes the lock. Region analysis cannot see that.

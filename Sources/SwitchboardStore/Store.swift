@@ -175,3 +175,21 @@ public protocol Store: Sendable {
     /// Runs `body` against a consistent read snapshot.
     func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
 }
+
+/// A store that also hands out named, expiring leases, so several workers sharing it each own distinct work
+/// (a bridge's conversation pair) and take over the work of a worker that died.
+///
+/// Every operation is atomic across processes sharing the store. `now` is the caller's clock: workers sharing a
+/// store must agree on time to within a small fraction of `ttl`.
+public protocol LeaseStore: Store {
+    /// Takes the lease `name` for `owner` until `now + ttl` when it is free, expired at `now`, or already held by
+    /// `owner` (which renews it); returns whether `owner` holds it afterwards.
+    func acquireLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool
+    /// Extends `owner`'s lease to `now + ttl`; false when another owner took it over or it was released. A lease
+    /// that expired but was taken by nobody is still `owner`'s and is renewed.
+    func renewLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool
+    /// Gives up the lease when `owner` holds it; does nothing otherwise.
+    func releaseLease(_ name: String, owner: String) throws
+    /// The owner of the lease at `now`, or nil when it is free or expired.
+    func leaseOwner(_ name: String, now: Date) throws -> String?
+}

@@ -12,8 +12,20 @@ enum SwitchboardSchema {
             try connection.executeScript("PRAGMA application_id = \(applicationID)")
             try connection.executeScript(initialSchema)
         }
+        migrations.register("v2-leases") { connection in
+            try connection.executeScript(leases)
+        }
         return migrations
     }()
+
+    /// The lease table of the second version: one row per held lease (`LeaseStore`).
+    private static let leases = """
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY NOT NULL,
+            owner TEXT NOT NULL,
+            expires_at INTEGER NOT NULL
+        ) STRICT;
+        """
 
     /// The tables and indexes of the first version.
     private static let initialSchema = """

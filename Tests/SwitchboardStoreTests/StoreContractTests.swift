@@ -4,8 +4,9 @@ import SwitchboardCore
 import SwitchboardStore
 import Testing
 
-/// The behaviour every `Store` must show, run against each factory in `StoreFactory.all`.
-@Suite("Store contract")
+/// The behaviour every `Store` must show, run against each factory in `StoreFactory.all` (PostgreSQL on one
+/// private cluster started for the suite).
+@Suite("Store contract", .postgresCluster)
 struct StoreContractTests {
     /// A failure thrown on purpose from inside a transaction.
     struct Abort: Error, Equatable {}

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import SwitchboardPostgresStore
 import SwitchboardStore
 
 /// A store under test together with what removes it afterwards.
@@ -42,8 +43,19 @@ struct StoreFactory: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Every store the contract runs against. A PostgresStore factory joins this list when it exists.
-    static let all: [StoreFactory] = [.sqliteInMemory, .sqliteFile]
+    /// A fresh schema on the suite's private PostgreSQL cluster (the suite needs the `.postgresCluster` trait).
+    static let postgres = StoreFactory(description: "PostgreSQL") {
+        let cluster = try PostgresTestCluster.required()
+        let schema = PostgresTestCluster.freshSchema()
+        let store = try PostgresStore(url: cluster.url, schema: schema)
+        return OpenedStore(store: store) {
+            store.close()
+            cluster.dropSchema(schema)
+        }
+    }
+
+    /// Every store the contract runs against.
+    static let all: [StoreFactory] = [.sqliteInMemory, .sqliteFile, .postgres]
 }
 
 /// A directory under the system temporary directory, removed by `remove()`.

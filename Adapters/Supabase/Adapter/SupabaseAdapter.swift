@@ -26,7 +26,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         /// The storage bucket attachments go to.
         public var bucket = "attachments"
         /// Faults to inject (conformance tests only).
-        public var faults: SupabaseFaults?
+        public var faults: AdapterFaults?
         /// Gives a fresh access token when the current one is about to expire or was refused; nil: use
         /// `accessToken` as long as the server accepts it.
         public var tokenProvider: (@Sendable () async throws -> String)?

@@ -9,7 +9,7 @@ actor SupabaseRealtime {
     private let url: URL
     private let conversation: ConversationID
     private let localUser: UserID
-    private let faults: SupabaseFaults?
+    private let faults: AdapterFaults?
     private let tokens: SupabaseTokenSource
     private var pushedToken: String?
     private var lastTokenCheck: Double = 0
@@ -24,7 +24,7 @@ actor SupabaseRealtime {
     private let started = ContinuousClock.now
 
     /// A live connection for `conversation` at the realtime `url`, yielding into `continuation`.
-    init(url: URL, conversation: ConversationID, localUser: UserID, tokens: SupabaseTokenSource, faults: SupabaseFaults?,
+    init(url: URL, conversation: ConversationID, localUser: UserID, tokens: SupabaseTokenSource, faults: AdapterFaults?,
          continuation: AsyncStream<AdapterEvent>.Continuation) {
         self.tokens = tokens
         self.url = url

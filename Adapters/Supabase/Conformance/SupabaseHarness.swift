@@ -36,7 +36,7 @@ public struct SupabaseHarness: ConformanceHarness {
         let alice = UserID("alice-\(suffix)"), bob = UserID("bob-\(suffix)")
         try await ensureBucket("attachments")
         let conversation = try await createConversation(members: [alice, bob])
-        let faults = SupabaseFaults()
+        let faults = AdapterFaults()
         let anonKey = token(role: "anon")
         let baseURL = self.baseURL, http = self.http
         let makeToken: @Sendable (UserID) -> String = { user in self.token(role: "authenticated", sub: user.rawValue) }
@@ -101,14 +101,14 @@ public struct SupabaseHarness: ConformanceHarness {
 
 extension SupabaseHarness {
     /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
-    public static func faults(of injector: any FaultInjector) -> SupabaseFaults? {
+    public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
         (injector as? SupabaseFaultInjector)?.faults
     }
 }
 
 /// The kit's fault controls mapped onto the adapters' transport faults.
 struct SupabaseFaultInjector: FaultInjector {
-    let faults: SupabaseFaults
+    let faults: AdapterFaults
 
     func failNextPublishes(_ count: Int) async { faults.failNextPublishes(count) }
     func loseNextPublishResponses(_ count: Int) async { faults.loseNextPublishResponses(count) }

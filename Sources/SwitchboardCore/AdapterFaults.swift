@@ -1,11 +1,10 @@
 import Foundation
 import Synchronization
-import SwitchboardCore
 
-/// Faults injected at the adapter's transport boundary, so conformance scenarios can exercise a real server
-/// under failure: requests that fail before reaching it, responses lost after it committed, refusals, cut
-/// sockets, duplicated or reordered live events. Production adapters have none set.
-public final class SupabaseFaults: Sendable {
+/// Faults injected at a network adapter's transport boundary, so conformance scenarios can exercise a real
+/// server under failure: requests that fail before reaching it, responses lost after it committed, refusals,
+/// cut sockets, duplicated or reordered live events. Production adapters have none set.
+public final class AdapterFaults: Sendable {
     private struct State {
         var failPublishes = 0
         var losePublishResponses = 0
@@ -27,7 +26,7 @@ public final class SupabaseFaults: Sendable {
     public init() {}
 
     /// What to do with the next publish.
-    enum PublishFault: Sendable {
+    public enum PublishFault: Sendable {
         /// Send it normally.
         case none
         /// Fail before sending.
@@ -37,7 +36,7 @@ public final class SupabaseFaults: Sendable {
     }
 
     /// The fault for `user`'s next publish, consuming a counted one; `delay` to wait first.
-    func nextPublish(by user: UserID) -> (fault: PublishFault, delay: Duration) {
+    public func nextPublish(by user: UserID) -> (fault: PublishFault, delay: Duration) {
         state.withLock { state in
             if state.offline.contains(user) { return (.fail, state.publishDelay) }
             if state.failPublishes > 0 { state.failPublishes -= 1; return (.fail, state.publishDelay) }
@@ -47,18 +46,18 @@ public final class SupabaseFaults: Sendable {
     }
 
     /// Whether `user`'s requests are cut off.
-    func isOffline(_ user: UserID) -> Bool { state.withLock { $0.offline.contains(user) } }
+    public func isOffline(_ user: UserID) -> Bool { state.withLock { $0.offline.contains(user) } }
     /// Whether edits are refused.
-    var refusesEdits: Bool { state.withLock { $0.refuseEdits } }
+    public var refusesEdits: Bool { state.withLock { $0.refuseEdits } }
     /// Whether deletes are refused.
-    var refusesDeletes: Bool { state.withLock { $0.refuseDeletes } }
+    public var refusesDeletes: Bool { state.withLock { $0.refuseDeletes } }
     /// Whether live events are delivered twice.
-    var duplicatesDeliveries: Bool { state.withLock { $0.duplicateDeliveries } }
+    public var duplicatesDeliveries: Bool { state.withLock { $0.duplicateDeliveries } }
     /// Whether live events are delivered in swapped pairs.
-    var reordersDeliveries: Bool { state.withLock { $0.outOfOrder } }
+    public var reordersDeliveries: Bool { state.withLock { $0.outOfOrder } }
 
     /// Whether `user`'s upload of `filename` must fail.
-    func uploadFails(_ filename: String, by user: UserID) -> Bool {
+    public func uploadFails(_ filename: String, by user: UserID) -> Bool {
         state.withLock { $0.offline.contains(user) || $0.failingUpload == filename }
     }
 
@@ -81,17 +80,17 @@ public final class SupabaseFaults: Sendable {
     public var socketCuts: Int { state.withLock { $0.socketCuts } }
 
     /// Counts one socket cut.
-    func recordCut() { state.withLock { $0.socketCuts += 1 } }
+    public func recordCut() { state.withLock { $0.socketCuts += 1 } }
 
     /// Calls `observer` on every drop until `removeObserver` with the returned key.
-    func addDropObserver(_ observer: @escaping @Sendable () -> Void) -> UUID {
+    public func addDropObserver(_ observer: @escaping @Sendable () -> Void) -> UUID {
         let key = UUID()
         state.withLock { $0.observers[key] = observer }
         return key
     }
 
     /// Stops calling an observer.
-    func removeObserver(_ key: UUID) { state.withLock { _ = $0.observers.removeValue(forKey: key) } }
+    public func removeObserver(_ key: UUID) { state.withLock { _ = $0.observers.removeValue(forKey: key) } }
     /// Every live event is delivered twice.
     public func setDuplicateDeliveries(_ isOn: Bool) { state.withLock { $0.duplicateDeliveries = isOn } }
     /// Live events are delivered in swapped pairs.
