@@ -1,3 +1,4 @@
+import SwitchboardCore
 import SupabaseProtocol
 import Testing
 

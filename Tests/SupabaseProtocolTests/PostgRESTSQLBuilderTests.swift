@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Testing
 @testable import SupabaseProtocol
 

@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Foundation
 import Synchronization
 import SupabaseProtocol

@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Foundation
 import SupabaseProtocol
 @testable import SupabaseServer

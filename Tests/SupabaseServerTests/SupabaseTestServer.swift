@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Dispatch
 import Synchronization
 import Foundation

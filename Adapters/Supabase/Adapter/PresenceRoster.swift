@@ -1,3 +1,4 @@
+import SwitchboardCore
 import SupabaseProtocol
 
 /// Who is online on a channel, from Phoenix presence: `presence_state` replaces, `presence_diff` adjusts.

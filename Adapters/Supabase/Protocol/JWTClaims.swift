@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Foundation
 
 /// The verified claims of a JWT.

@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Foundation
 
 /// Signs and verifies HS256 JWTs (JWS compact serialization) with a shared secret.

@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// One Phoenix channel message: `[join_ref, ref, topic, event, payload]`.
 public struct PhoenixMessage: Sendable, Hashable {
     /// The ref of the `phx_join` that opened the channel, nil for server broadcasts.

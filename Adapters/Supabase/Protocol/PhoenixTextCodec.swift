@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// Encodes and decodes Phoenix text frames for serializer versions 1.0.0 and 2.0.0.
 public enum PhoenixTextCodec {
     /// The `vsn` query parameter's serializer version.

@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// A server→client binary "user broadcast" frame (kind 0x04) of Supabase Realtime's V2 serializer.
 ///
 /// Layout: `04 topic_size user_event_size metadata_size encoding`

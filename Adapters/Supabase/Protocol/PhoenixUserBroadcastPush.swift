@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// A client→server binary "user broadcast push" frame (kind 0x03) of Supabase Realtime's V2 serializer.
 ///
 /// Layout: `03 join_ref_size ref_size topic_size user_event_size metadata_size encoding`

@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// A PostgREST-compatible error carrying the HTTP status and the `{"code","message","details","hint"}` body.
 public struct PostgRESTError: Error, Sendable, Equatable {
     /// HTTP status code to answer with.

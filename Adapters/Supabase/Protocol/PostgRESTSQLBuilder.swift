@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// Turns a parsed `PostgRESTQuery` into parameterised SQL for one table.
 ///
 /// Every statement answers one row `(body text, total bigint)` when rows are wanted:

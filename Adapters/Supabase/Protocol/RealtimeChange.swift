@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// A schema-qualified table name.
 public struct RealtimeTableName: Sendable, Hashable, CustomStringConvertible {
     /// The schema, e.g. `public`.

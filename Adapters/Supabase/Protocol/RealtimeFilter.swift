@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// An operator of a Realtime `postgres_changes` filter (`col=op.value`).
 public enum RealtimeFilterOperator: String, Sendable, Hashable, CaseIterable {
     /// Equal.

@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Foundation
 
 /// The outcome of checking a socket or channel token.

@@ -1,7 +1,7 @@
-/// JSON string quoting shared by the server's JSON writers (Phoenix frames, PostgREST bodies).
-enum JSONStringLiteral {
+/// JSON string quoting shared by every JSON writer of the package.
+public enum JSONStringLiteral {
     /// Appends `value` to `out` as a quoted, escaped JSON string.
-    static func append(_ value: String, to out: inout String) {
+    public static func append(_ value: String, to out: inout String) {
         out += "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -25,7 +25,7 @@ enum JSONStringLiteral {
     }
 
     /// `value` as a quoted, escaped JSON string.
-    static func quoted(_ value: String) -> String {
+    public static func quoted(_ value: String) -> String {
         var out = ""
         append(value, to: &out)
         return out
