@@ -1,0 +1,2 @@
+/// PLACEHOLDER: replaced by the XMTP adapter.
+enum XMTPAdapterPlaceholder {}

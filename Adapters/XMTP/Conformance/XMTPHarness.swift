@@ -1,0 +1,2 @@
+/// PLACEHOLDER: replaced by the XMTP harness.
+enum XMTPHarnessPlaceholder {}

@@ -1,0 +1,4 @@
+import Testing
+
+/// PLACEHOLDER: replaced by real tests.
+@Test func placeholder() {}
