@@ -182,14 +182,15 @@ extension JSONValue {
     /// The deepest nesting accepted, so hostile input cannot exhaust the stack.
     public static let maximumDepth = 512
 
-    /// Parses JSON text (any top-level value).
-    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
-        try parse(Array(text.utf8))
+    /// Parses JSON text (any top-level value), refusing nesting deeper than `maximumDepth`.
+    public static func parse(_ text: String, maximumDepth: Int = JSONValue.maximumDepth) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), maximumDepth: maximumDepth)
     }
 
-    /// Parses UTF-8 JSON bytes (any top-level value).
-    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
-        var reader = JSONReader(bytes: Array(bytes))
+    /// Parses UTF-8 JSON bytes (any top-level value), refusing nesting deeper than `maximumDepth`.
+    public static func parse(_ bytes: some Collection<UInt8>,
+                             maximumDepth: Int = JSONValue.maximumDepth) throws(JSONParseError) -> JSONValue {
+        var reader = JSONReader(bytes: Array(bytes), maximumDepth: maximumDepth)
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
@@ -207,6 +208,7 @@ extension JSONValue {
 /// A strict RFC 8259 reader over UTF-8 bytes.
 private struct JSONReader {
     let bytes: [UInt8]
+    let maximumDepth: Int
     var index = 0
 
     func fail(_ what: String) -> JSONParseError { JSONParseError(message: "\(what) at offset \(index)") }
@@ -219,7 +221,7 @@ private struct JSONReader {
     }
 
     mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
-        guard depth < JSONValue.maximumDepth else { throw fail("nesting too deep") }
+        guard depth < maximumDepth else { throw fail("nesting too deep") }
         guard index < bytes.count else { throw fail("unexpected end") }
         switch bytes[index] {
         case UInt8(ascii: "{"):

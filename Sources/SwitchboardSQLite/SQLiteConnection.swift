@@ -95,6 +95,19 @@ public final class SQLiteConnection {
         return try statement.step() ? try decode(statement) : nil
     }
 
+    /// Runs `body` in `BEGIN IMMEDIATE` … `COMMIT`, rolling back and rethrowing when it throws.
+    public func immediateTransaction<T>(_ body: () throws -> T) throws -> T {
+        try executeScript("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try executeScript("COMMIT")
+            return value
+        } catch {
+            try? executeScript("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Rows changed by the latest INSERT, UPDATE or DELETE (cascades not counted).
     public var changes: Int {
         guard let handle else { return 0 }

@@ -34,8 +34,8 @@ enum XMTPCodecCommand {
             try parsed.check(allowed: ["type", "json"])
             guard let type = parsed.value("type") else { throw UsageError("xmtp codec encode needs --type") }
             guard let jsonText = parsed.value("json") else { throw UsageError("xmtp codec encode needs --json") }
-            let json: XMTPJSON
-            do { json = try XMTPJSON.parse(jsonText) } catch { throw UsageError("--json is not valid JSON: \(error)") }
+            let json: JSONValue
+            do { json = try JSONValue.parse(jsonText, maximumDepth: XMTPContent.maximumJSONDepth) } catch { throw UsageError("--json is not valid JSON: \(error)") }
             do {
                 writeLine(Digest.hex(try XMTPContent.fromJSON(type: type, json).encoded().encoded()))
             } catch {
@@ -48,7 +48,7 @@ enum XMTPCodecCommand {
             let content: XMTPEncodedContent
             do { content = try XMTPEncodedContent.decode(bytes) } catch { throw UsageError("--hex is not EncodedContent: \(error)") }
             let json = content.decodedJSON()
-            writeLine(json.serialized())
+            writeLine(json.serialized)
             return json["error"] == nil ? 0 : 1
         default:
             throw UsageError("unknown xmtp codec subcommand '\(sub)' (encode, decode)")

@@ -2,6 +2,7 @@ import Foundation
 import SupabaseServer
 import SwitchboardPostgres
 import Testing
+import TestSupport
 
 /// Exercises `ChatSchema` against a real cluster, acting as users via `SET LOCAL ROLE` plus JWT claims.
 @Suite("Chat schema with row-level security", .serialized, .postgresCluster)

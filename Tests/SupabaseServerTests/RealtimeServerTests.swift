@@ -5,6 +5,7 @@ import SupabaseProtocol
 import SupabaseServer
 import SwitchboardNet
 import Testing
+import TestSupport
 
 /// A v2 test socket that buffers every frame so tests can wait for one with a deadline.
 final class RealtimeTestSocket: Sendable {

@@ -24,7 +24,7 @@ struct ServeCommandTests {
         try process.run()
         defer { if process.isRunning { process.interrupt(); kill(process.processIdentifier, SIGKILL) } }
 
-        let lines = LineCollector(stdout.fileHandleForReading)
+        let lines = OutputLines(stdout.fileHandleForReading)
         let first = try await lines.firstLine(timeout: .seconds(60))
         let match = try #require(first.wholeMatch(of: /listening on http:\/\/127\.0\.0\.1:(\d+)/), "got \(first)")
         let port = try #require(Int(match.1))
@@ -53,17 +53,9 @@ struct ServeCommandTests {
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", "short"], "--jwt-secret"),
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--port", "70000"], "--port"),
                                       (["serve", "nosuch"], "unknown backend")] {
-            let process = Process()
-            process.executableURL = try SwitchboardExecutable.locate()
-            process.arguments = arguments
-            let stderr = Pipe()
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 2, "\(arguments)")
-            #expect(text.contains(expected), "\(arguments): \(text)")
+            let result = try ChildProcess.run(try SwitchboardExecutable.locate().path, arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
         }
     }
 
@@ -71,41 +63,6 @@ struct ServeCommandTests {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         return !process.isRunning
-    }
-}
-
-/// Collects a pipe's output as lines while the process runs.
-final class LineCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var buffer = Data()
-    private var lines: [String] = []
-
-    init(_ handle: FileHandle) {
-        handle.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            self.lock.withLock {
-                self.buffer.append(data)
-                while let newline = self.buffer.firstIndex(of: 0x0A) {
-                    self.lines.append(String(decoding: self.buffer[..<newline], as: UTF8.self))
-                    self.buffer.removeSubrange(...newline)
-                }
-            }
-        }
-    }
-
-    /// Every complete line so far.
-    func allLines() -> [String] { lock.withLock { lines } }
-
-    /// The first line, waiting up to `timeout`.
-    func firstLine(timeout: Duration) async throws -> String {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let line = allLines().first { return line }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestSetupError("no line on standard output within \(timeout)")
     }
 }
 

@@ -1,11 +1,10 @@
 import SwitchboardCore
-import Dispatch
-import Synchronization
 import Foundation
 import SupabaseProtocol
 import SupabaseServer
 import SwitchboardPostgres
 import Testing
+import TestSupport
 
 /// One running Supabase-like server (private PostgreSQL cluster included) for a whole suite.
 struct SupabaseTestServer: Sendable {
@@ -96,75 +95,13 @@ extension Trait where Self == WithSupabaseServer {
     static var supabaseServer: WithSupabaseServer { WithSupabaseServer() }
 }
 
-/// A failure to set up a test (missing tool, fixture, or environment).
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Runs the Python fixtures (the official Supabase clients) from the venv `make test` prepares.
 enum PythonFixture {
-    /// What a finished script printed and how it ended.
-    struct Result: Sendable {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    /// The interpreter from `SWITCHBOARD_PYTHON` (the venv with the official clients).
-    static func interpreter() throws -> String {
-        guard let path = ProcessInfo.processInfo.environment["SWITCHBOARD_PYTHON"], !path.isEmpty else {
-            throw TestSetupError("""
-                SWITCHBOARD_PYTHON is not set. Run `make deps` (it creates .venv with the official supabase, postgrest, \
-                realtime and storage3 packages), then `SWITCHBOARD_PYTHON=$PWD/.venv/bin/python swift test`, or `make test`.
-                """)
-        }
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw TestSetupError("SWITCHBOARD_PYTHON=\(path) is not an executable; run `make deps`.")
-        }
-        return path
-    }
-
-    /// A fixture file next to this source file.
-    static func path(_ name: String, filePath: String = #filePath) -> String {
-        URL(fileURLWithPath: filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
-            .appendingPathComponent(name).path
-    }
-
     /// Runs `Fixtures/<name>` with `arguments` and `environment`, killing it after `timeout`.
     static func run(_ name: String, _ arguments: [String] = [], environment: [String: String] = [:],
-                    timeout: Duration = .seconds(60)) async throws -> Result {
-        let python = try interpreter()
-        let script = path(name)
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Swift.Result { try runBlocking(python, [script] + arguments, environment, timeout) })
-            }
-        }
-    }
-
-    private static func runBlocking(_ executable: String, _ arguments: [String], _ environment: [String: String],
-                                    _ timeout: Duration) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let timer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        let seconds = Double(timeout.components.seconds)
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
-        let errorData = Mutex(Data())
-        let errorReader = Thread { errorData.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
-        errorReader.start()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        timer.cancel()
-        while errorReader.isExecuting || !errorReader.isFinished { Thread.sleep(forTimeInterval: 0.005) }
-        return Result(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                      stderr: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+                    timeout: Duration = .seconds(60)) async throws -> ProcessResult {
+        let python = try TestPython.interpreter(needing: "the official supabase, postgrest, realtime and storage3 packages")
+        return try await ChildProcess.runDetached(python, [TestPython.fixture(name)] + arguments, environment: environment,
+                                                  timeout: timeout)
     }
 }

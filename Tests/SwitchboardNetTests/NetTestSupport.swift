@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -11,12 +12,6 @@ import Glibc
 /// test's counts are not disturbed by our own other network tests.
 @Suite(.serialized)
 enum NetworkSuites {}
-
-/// A failure to set up a test (missing tool, fixture, or environment).
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// Fixtures, tools and `/proc` probes shared by the network tests.
 enum NetTest {
@@ -38,18 +33,7 @@ enum NetTest {
     }
 
     /// The Python interpreter with `websockets` installed, from `SWITCHBOARD_PYTHON`.
-    static func python() throws -> String {
-        guard let path = ProcessInfo.processInfo.environment["SWITCHBOARD_PYTHON"], !path.isEmpty else {
-            throw TestSetupError("""
-                SWITCHBOARD_PYTHON is not set. Run `make deps` once (it creates .venv with websockets==15.0.1), \
-                then `SWITCHBOARD_PYTHON=$PWD/.venv/bin/python swift test`, or simply `make test`.
-                """)
-        }
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw TestSetupError("SWITCHBOARD_PYTHON=\(path) is not an executable; run `make deps` to create the venv.")
-        }
-        return path
-    }
+    static func python() throws -> String { try TestPython.interpreter(needing: "websockets==15.0.1") }
 
     /// The `curl` command.
     static let curl = "/usr/bin/curl"

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardPostgres
 import Testing
+import TestSupport
 
 private struct Boom: Error {}
 

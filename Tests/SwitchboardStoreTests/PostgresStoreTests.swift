@@ -5,6 +5,7 @@ import SwitchboardPostgres
 @testable import SwitchboardPostgresStore
 import SwitchboardStore
 import Testing
+import TestSupport
 
 /// What only the PostgreSQL store promises: several processes on one database, migrations under a lock,
 /// conflicts between processes, leases across processes, reconnecting after the server restarts.

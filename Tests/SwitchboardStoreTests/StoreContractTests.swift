@@ -3,6 +3,7 @@ import Synchronization
 import SwitchboardCore
 import SwitchboardStore
 import Testing
+import TestSupport
 
 /// The behaviour every `Store` must show, run against each factory in `StoreFactory.all` (PostgreSQL on one
 /// private cluster started for the suite).

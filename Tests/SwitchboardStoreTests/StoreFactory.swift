@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCore
 import SwitchboardPostgresStore
 import SwitchboardStore
+import TestSupport
 
 /// A store under test together with what removes it afterwards.
 final class OpenedStore: Sendable {

@@ -7,7 +7,7 @@ import XMTPCodec
 /// is involved (libxmtp writes map entries in hash order).
 @Suite struct LibXMTPInteropTests {
     /// The libxmtp value tree of a reaction.
-    static func tree(_ value: XMTPReaction) -> XMTPJSON {
+    static func tree(_ value: XMTPReaction) -> JSONValue {
         let actions: [XMTPReactionAction: String] = [.added: "ADDED", .removed: "REMOVED", .unspecified: "UNKNOWN"]
         let schemas: [XMTPReactionSchema: String] = [.unicode: "UNICODE", .shortcode: "SHORTCODE", .custom: "CUSTOM", .unspecified: "UNKNOWN"]
         return Tree.object("FfiReactionPayload", [
@@ -18,34 +18,34 @@ import XMTPCodec
     }
 
     /// The libxmtp value tree of a reply.
-    static func tree(_ value: XMTPReply) -> XMTPJSON {
+    static func tree(_ value: XMTPReply) -> JSONValue {
         Tree.object("FfiReply", [("reference", .string(value.reference)), ("reference_inbox_id", Tree.string(value.referenceInboxID)),
                                  ("content", Tree.encodedContent(value.content))])
     }
 
     /// The libxmtp value tree of an attachment.
-    static func tree(_ value: XMTPAttachment) -> XMTPJSON {
+    static func tree(_ value: XMTPAttachment) -> JSONValue {
         Tree.object("FfiAttachment", [("filename", Tree.string(value.filename)), ("mime_type", .string(value.mimeType)),
                                       ("content", Tree.bytes(value.data))])
     }
 
     /// The libxmtp value tree of a multi remote attachment.
-    static func tree(_ value: XMTPMultiRemoteAttachment) -> XMTPJSON {
+    static func tree(_ value: XMTPMultiRemoteAttachment) -> JSONValue {
         Tree.object("FfiMultiRemoteAttachment", [("attachments", .array(value.attachments.map(Tree.remote)))])
     }
 
     /// The libxmtp value tree of a delete request.
-    static func tree(_ value: XMTPDeleteMessage) -> XMTPJSON {
+    static func tree(_ value: XMTPDeleteMessage) -> JSONValue {
         Tree.object("FfiDeleteMessage", [("message_id", .string(value.messageID))])
     }
 
     /// Checks one value both ways against libxmtp; `byteIdentical` when the encoding involves no multi-entry map.
-    func check<T: XMTPContentCodable>(_ value: T, tree: XMTPJSON, encoder: String, decoder: String, byteIdentical: Bool,
+    func check<T: XMTPContentCodable>(_ value: T, tree: JSONValue, encoder: String, decoder: String, byteIdentical: Bool,
                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
         let ours = value.encoded().encoded()
         // Ours → libxmtp.
         let theirView = try LibXMTPFixture.decoded(decoder, ours)
-        #expect(sameTree(theirView, tree), "libxmtp decoded our \(T.contentType) as \(theirView.serialized()), expected \(tree.serialized())",
+        #expect(theirView == tree, "libxmtp decoded our \(T.contentType) as \(theirView.serialized), expected \(tree.serialized)",
                 sourceLocation: sourceLocation)
         // libxmtp → ours.
         let theirs = try LibXMTPFixture.encode(encoder, tree)
@@ -60,7 +60,7 @@ import XMTPCodec
     /// The libxmtp build the fixture drives (printed for the record).
     @Test func libxmtpIsAvailable() throws {
         let result = try LibXMTPFixture.one(.object([("op", .string("version"))]))
-        guard case .string(let version)? = result["value"] else { throw LibXMTPFixture.Failure(description: result.serialized()) }
+        guard case .string(let version)? = result["value"] else { throw LibXMTPFixture.Failure(description: result.serialized) }
         #expect(version.contains("Version"))
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import Testing
 import TestSupport
 import XMTPCodec
@@ -6,31 +7,21 @@ import XMTPCodec
 /// `switchboard xmtp codec …` and `switchboard xmtp message-id` as a user runs them.
 @Suite struct XMTPCodecCommandTests {
     /// Runs the built `switchboard` with `arguments`; returns status, standard output and standard error.
-    func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = try SwitchboardExecutable.locate()
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    func run(_ arguments: [String]) throws -> ProcessResult {
+        try ChildProcess.run(try SwitchboardExecutable.locate().path, arguments)
     }
 
     /// Encode prints libxmtp's hex; decode prints the JSON description.
     @Test func encodeAndDecode() throws {
         let encoded = try run(["xmtp", "codec", "encode", "--type", "text", "--json", "\"hello\""])
         #expect(encoded.status == 0)
-        #expect(encoded.out == helloHex + "\n")
+        #expect(encoded.stdout == helloHex + "\n")
         let reply = try run(["xmtp", "codec", "encode", "--type", "xmtp.org/reply:1.0", "--json",
                              #"{"reference":"ab","content":{"type":"text","content":"hi"}}"#])
         #expect(reply.status == 0)
-        let decoded = try run(["xmtp", "codec", "decode", "--hex", reply.out.trimmingCharacters(in: .whitespacesAndNewlines)])
+        let decoded = try run(["xmtp", "codec", "decode", "--hex", reply.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
         #expect(decoded.status == 0)
-        let json = try XMTPJSON.parse(decoded.out)
+        let json = try JSONValue.parse(decoded.stdout)
         #expect(json["type"] == .string("xmtp.org/reply:1.0"))
         #expect(json["fallback"] == .string("Replied with \"hi\" to an earlier message"))
         #expect(json["parameters"]?["contentType"] == .string("xmtp.org/text:1.0"))
@@ -44,7 +35,7 @@ import XMTPCodec
                                       fallback: "Poll", content: [1, 2])
         let result = try run(["xmtp", "codec", "decode", "--hex", hex(poll.encoded())])
         #expect(result.status == 0)
-        let json = try XMTPJSON.parse(result.out)
+        let json = try JSONValue.parse(result.stdout)
         #expect(json["fallback"] == .string("Poll"))
         #expect(json["content"]?["raw"] == .string("AQI="))
     }
@@ -54,7 +45,7 @@ import XMTPCodec
         let result = try run(["xmtp", "message-id", "--group", "000102030405060708090a0b0c0d0e0f", "--key", "key-1",
                               "--content-hex", helloHex])
         #expect(result.status == 0)
-        #expect(result.out == "3e8757d2637c8745ad3fc9980e056e859a9141273484d44175ad473e69d53b91\n")
+        #expect(result.stdout == "3e8757d2637c8745ad3fc9980e056e859a9141273484d44175ad473e69d53b91\n")
     }
 
     /// Bad input is a usage error (status 2) with a message.
@@ -74,7 +65,7 @@ import XMTPCodec
     ])
     func usageErrors(_ arguments: [String]) throws {
         let result = try run(arguments)
-        #expect(result.status == 2, "\(arguments): \(result.out) \(result.err)")
-        #expect(result.err.contains("switchboard:"))
+        #expect(result.status == 2, "\(arguments): \(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("switchboard:"))
     }
 }

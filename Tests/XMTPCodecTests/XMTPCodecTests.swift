@@ -179,16 +179,21 @@ let helloHex = "0a120a08786d74702e6f7267120474657874180112110a08656e636f64696e67
         #expect(XMTPContentTypeID(parsing: "a/b:x.0") == nil)
     }
 
-    /// The JSON helper parses and writes what the command line needs.
+    /// The package's JSON type parses and writes what the codecs and the command line need.
     @Test func json() throws {
-        let value = try XMTPJSON.parse(#" {"a": [1, -2.5e1, true, null, "\u00e9\ud83d\ude00\n"], "b": {}} "#)
-        #expect(value["a"] == .array([.number(1), .number(-25), .bool(true), .null, .string("é😀\n")]))
-        #expect(value.serialized() == #"{"a":[1,-25,true,null,"é😀\n"],"b":{}}"#)
+        let value = try JSONValue.parse(#" {"a": [1, -2.5e1, true, null, "\u00e9\ud83d\ude00\n"], "b": {}} "#,
+                                        maximumDepth: XMTPContent.maximumJSONDepth)
+        #expect(value["a"] == .array([.int(1), .int(-25), .bool(true), .null, .string("é😀\n")]))
+        #expect(value.serialized == #"{"a":[1,-2.5e1,true,null,"é😀\n"],"b":{}}"#)
         for bad in ["", "{", "[1,]", "01", "\"\u{01}\"", "{\"a\" 1}", "tru", "1 2"] {
-            #expect(throws: XMTPJSON.ParseError.self) { try XMTPJSON.parse(bad) }
+            #expect(throws: JSONParseError.self) { try JSONValue.parse(bad) }
         }
-        #expect(XMTPBase64.encode(Array("hello!?".utf8)) == "aGVsbG8hPw==")
-        #expect(XMTPBase64.decode("aGVsbG8hPw==") == Array("hello!?".utf8))
-        #expect(XMTPBase64.decode("aGVsbG8hPw=") == nil)
+        let limit = XMTPContent.maximumJSONDepth
+        let deepest = String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
+        #expect(try JSONValue.parse(deepest, maximumDepth: limit).arrayValue?.count == 1)
+        #expect(throws: JSONParseError.self) { try JSONValue.parse("[" + deepest + "]", maximumDepth: limit) }
+        #expect(Base64.encode(Array("hello!?".utf8)) == "aGVsbG8hPw==")
+        #expect(Base64.decode("aGVsbG8hPw==") == Array("hello!?".utf8))
+        #expect(Base64.decode("aGVsbG8hPw=") == nil)
     }
 }

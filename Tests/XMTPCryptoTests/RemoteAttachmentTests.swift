@@ -6,43 +6,11 @@ import TestSupport
 
 /// Runs the independent Python implementation (`Fixtures/attachment_crypto.py`, PyPI `cryptography`).
 enum PythonFixture {
-    /// The fixture script next to this file.
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/attachment_crypto.py").path
-
-    /// The interpreter from `SWITCHBOARD_PYTHON`; a missing one is a failure, not a skip.
-    static func interpreter() throws -> String {
-        guard let path = ProcessInfo.processInfo.environment["SWITCHBOARD_PYTHON"], !path.isEmpty else {
-            throw SwitchboardError(.notFound, """
-                SWITCHBOARD_PYTHON is not set: point it at a Python with the PyPI `cryptography` (and `xmtp-bindings`) \
-                packages, e.g. SWITCHBOARD_PYTHON=/work/main/.venv/bin/python
-                """)
-        }
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw SwitchboardError(.notFound, "SWITCHBOARD_PYTHON=\(path) is not an executable file")
-        }
-        return path
+    /// Runs the fixture with `arguments`; a missing interpreter is a failure, not a skip.
+    static func run(_ arguments: [String]) throws -> ProcessResult {
+        let python = try TestPython.interpreter(needing: "the PyPI `cryptography` (and `xmtp-bindings`) packages")
+        return try ChildProcess.run(python, [TestPython.fixture("attachment_crypto.py")] + arguments)
     }
-
-    /// Runs the fixture and returns (status, stdout, stderr).
-    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        try runProcess(interpreter(), [script] + arguments)
-    }
-}
-
-/// Runs `executable` with `arguments`, collecting both outputs.
-func runProcess(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
 }
 
 /// A fresh temporary directory for one test.
@@ -197,7 +165,7 @@ func jsonObject(_ text: String) throws -> [String: Any] {
         let file = try SecureRandom.bytes(20_000)
         let inPath = dir.appendingPathComponent("photo.png").path, cipherPath = dir.appendingPathComponent("c.bin").path
         try Data(file).write(to: URL(fileURLWithPath: inPath))
-        let encrypted = try runProcess(executable, ["xmtp", "attachment", "encrypt", "--in", inPath, "--filename", "cat photo.png",
+        let encrypted = try ChildProcess.run(executable, ["xmtp", "attachment", "encrypt", "--in", inPath, "--filename", "cat photo.png",
                                                     "--mime", "image/png", "--out", cipherPath])
         #expect(encrypted.status == 0, "encrypt failed: \(encrypted.stderr)")
         let params = try jsonObject(encrypted.stdout)
@@ -220,7 +188,7 @@ func jsonObject(_ text: String) throws -> [String: Any] {
         let paramsPath = dir.appendingPathComponent("params.json").path
         try Data(encrypted.stdout.utf8).write(to: URL(fileURLWithPath: paramsPath))
         let outPath = dir.appendingPathComponent("out.png").path
-        let decrypted = try runProcess(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", paramsPath, "--out", outPath])
+        let decrypted = try ChildProcess.run(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", paramsPath, "--out", outPath])
         #expect(decrypted.status == 0, "decrypt failed: \(decrypted.stderr)")
         #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: outPath))) == file)
         let summary = try jsonObject(decrypted.stdout)
@@ -235,7 +203,7 @@ func jsonObject(_ text: String) throws -> [String: Any] {
         let inPath = dir.appendingPathComponent("a.txt").path, cipherPath = dir.appendingPathComponent("c.bin").path
         let outPath = dir.appendingPathComponent("out").path
         try Data("hello".utf8).write(to: URL(fileURLWithPath: inPath))
-        let encrypted = try runProcess(executable, ["xmtp", "attachment", "encrypt", "--in", inPath, "--out", cipherPath])
+        let encrypted = try ChildProcess.run(executable, ["xmtp", "attachment", "encrypt", "--in", inPath, "--out", cipherPath])
         #expect(encrypted.status == 0, "encrypt failed: \(encrypted.stderr)")
         let params = encrypted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let original = try [UInt8](Data(contentsOf: URL(fileURLWithPath: cipherPath)))
@@ -243,7 +211,7 @@ func jsonObject(_ text: String) throws -> [String: Any] {
         var tampered = original
         tampered[3] ^= 1
         try Data(tampered).write(to: URL(fileURLWithPath: cipherPath))
-        let mismatch = try runProcess(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", params, "--out", outPath])
+        let mismatch = try ChildProcess.run(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", params, "--out", outPath])
         #expect(mismatch.status == 1 && mismatch.stderr.contains("content digest mismatch"), "\(mismatch)")
         #expect(!FileManager.default.fileExists(atPath: outPath))
 
@@ -251,21 +219,21 @@ func jsonObject(_ text: String) throws -> [String: Any] {
         var object = try jsonObject(params)
         object["contentDigest"] = SHA256.hexDigest(tampered)
         let forged = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
-        let unauthenticated = try runProcess(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", forged, "--out", outPath])
+        let unauthenticated = try ChildProcess.run(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", forged, "--out", outPath])
         #expect(unauthenticated.status == 1 && unauthenticated.stderr.contains("authentication failed"), "\(unauthenticated)")
 
         try Data(original.prefix(10)).write(to: URL(fileURLWithPath: cipherPath))
         object["contentDigest"] = SHA256.hexDigest(Array(original.prefix(10)))
         let shortParams = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
-        let truncated = try runProcess(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", shortParams, "--out", outPath])
+        let truncated = try ChildProcess.run(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", shortParams, "--out", outPath])
         #expect(truncated.status == 1 && truncated.stderr.contains("truncated"), "\(truncated)")
 
-        let badParams = try runProcess(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", "{\"secret\":1}", "--out", outPath])
+        let badParams = try ChildProcess.run(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath, "--params", "{\"secret\":1}", "--out", outPath])
         #expect(badParams.status == 1 && badParams.stderr.contains("bad params"), "\(badParams)")
 
-        let usage = try runProcess(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath])
+        let usage = try ChildProcess.run(executable, ["xmtp", "attachment", "decrypt", "--in", cipherPath])
         #expect(usage.status == 2, "\(usage)")
-        let unknown = try runProcess(executable, ["xmtp", "attachment", "shred"])
+        let unknown = try ChildProcess.run(executable, ["xmtp", "attachment", "shred"])
         #expect(unknown.status == 2, "\(unknown)")
         #expect(!mismatch.stderr.contains(try #require(object["secret"] as? String)))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import SwitchboardNet
 import Testing
 @testable import XMTPNode
@@ -8,15 +9,15 @@ import Testing
 struct NodeProtocolTests {
     @Test("The JSON parser keeps 64-bit numbers, decodes escapes and rejects malformed input")
     func jsonParser() throws {
-        let value = try NodeJSONParser.parse(Data(#"{"a":18446744073709551615,"b":"x\u00e9\ud83d\ude00\n","c":[true,null,-1.5e3]}"#.utf8))
+        let value = try NodeJSONObject.parse(Data(#"{"a":18446744073709551615,"b":"x\u00e9\ud83d\ude00\n","c":[true,null,-1.5e3]}"#.utf8))
         let object = try NodeJSONObject(value, path: "")
         #expect(try object.uint64("a") == UInt64.max)
         #expect(try object.string("b") == "xé😀\n")
         #expect(try object.array("c") == [.bool(true), .null, .number("-1.5e3")])
         for bad in ["{", "{\"a\":}", "[1,]", "{\"a\":1} x", "\"\\ud800\"", "{\"a\":01x}", String(repeating: "[", count: 100)] {
-            #expect(throws: XMTPNodeError.self, "\(bad)") { try NodeJSONParser.parse(Data(bad.utf8)) }
+            #expect(throws: XMTPNodeError.self, "\(bad)") { try NodeJSONObject.parse(Data(bad.utf8)) }
         }
-        let written = NodeJSONWriter.encode(.object([("k", .string("q\"\\\u{01}"))]))
+        let written = Data(JSONValue.object([("k", .string("q\"\\\u{01}"))]).serialized.utf8)
         #expect(String(decoding: written, as: UTF8.self) == #"{"k":"q\"\\\u0001"}"#)
     }
 
@@ -71,11 +72,11 @@ struct NodeProtocolTests {
     func sendParsing() throws {
         let group = randomGroupID()
         let data = envelope(group, Array("hi".utf8))
-        let body = #"{"messages":[{"v1":{"data":"\#(NodeBase64.encode(data))","sender_hmac":"AQI=","should_push":true}}]}"#
+        let body = #"{"messages":[{"v1":{"data":"\#(Base64.encode(data))","sender_hmac":"AQI=","should_push":true}}]}"#
         let parsed = try SendGroupMessagesRequest.parse(Data(body.utf8), maxMessageSize: 1 << 20)
         #expect(parsed.messages == [XMTPNodeMessageInput(groupID: group, data: data, senderHMAC: [1, 2], shouldPush: true)])
         #expect(throws: XMTPNodeError.self) { try SendGroupMessagesRequest.parse(Data(body.utf8), maxMessageSize: data.count - 1) }
-        let garbage = #"{"messages":[{"v1":{"data":"\#(NodeBase64.encode([0xFF, 0xFF, 0xFF]))"}}]}"#
+        let garbage = #"{"messages":[{"v1":{"data":"\#(Base64.encode([0xFF, 0xFF, 0xFF]))"}}]}"#
         do {
             _ = try SendGroupMessagesRequest.parse(Data(garbage.utf8), maxMessageSize: 1 << 20)
             Issue.record("garbage envelope parsed")
@@ -149,7 +150,7 @@ struct NodeProtocolTests {
         let message = XMTPNodeStoredMessage(id: 42, createdNs: 1_700_000_000_123_456_789, groupID: group, data: [1, 2, 3],
                                             senderHMAC: [4, 5], shouldPush: true)
         let page = XMTPNodePage(direction: .ascending, requestedLimit: 100, cursor: 41)
-        let json = NodeJSONWriter.encode(.object([("messages", .array([message.json])), ("paging_info", page.json(after: [message]))]))
+        let json = Data(JSONValue.object([("messages", .array([message.json])), ("paging_info", page.json(after: [message]))]).serialized.utf8)
         #expect(String(decoding: json, as: UTF8.self) == expected)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SwitchboardCore
 import SwitchboardNet
 import Testing
+import TestSupport
 import XMTPCodec
 @testable import XMTPNode
 
@@ -153,7 +154,7 @@ final class NodeHarness: Sendable {
     @discardableResult
     func send(_ group: XMTPNodeGroupID, _ texts: [String], token: String) async throws -> Int {
         let messages = texts.map { text in
-            ["v1": ["data": NodeBase64.encode(envelope(group, Array(text.utf8))), "sender_hmac": "AQID", "should_push": true]]
+            ["v1": ["data": Base64.encode(envelope(group, Array(text.utf8))), "sender_hmac": "AQID", "should_push": true]]
         }
         return try await post("mls/v1/send-group-messages", ["messages": messages], token: token).status
     }
@@ -177,7 +178,7 @@ final class NodeHarness: Sendable {
 
     /// The ciphertext text of a `v1` message object.
     static func text(_ v1: [String: Any]) throws -> String {
-        let data = try need(NodeBase64.decode(try need(v1["data"] as? String)))
+        let data = try need(Base64.decodeLenient(try need(v1["data"] as? String)))
         return String(decoding: try XMTPGroupEnvelope.decode(data).ciphertext, as: UTF8.self)
     }
 }

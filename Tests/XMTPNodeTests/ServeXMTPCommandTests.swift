@@ -33,7 +33,7 @@ extension BackendSuites {
             while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
             #expect(!process.isRunning, "serve did not exit within 30 s of SIGTERM")
             #expect(process.terminationStatus == 0)
-            #expect(lines.all() == [first], "serve printed more than the one ready line")
+            #expect(lines.allLines() == [first], "serve printed more than the one ready line")
             let sqlite = FileManager.default.fileExists(atPath: directory.appendingPathComponent("xmtp-node.sqlite").path)
             #expect(sqlite == (backend == .sqlite), "SQLite is used only without --database-url")
         }
@@ -42,54 +42,10 @@ extension BackendSuites {
         func usageErrors() throws {
             for (arguments, expected) in [(["serve", "xmtp"], "--data-dir"), (["serve", "xmtp", "--data-dir", "/tmp/x", "--jwt-secret", "s"], "--jwt-secret"),
                                           (["serve", "xmtp", "--data-dir", "/tmp/x", "--port", "70000"], "--port")] {
-                let process = Process()
-                process.executableURL = try SwitchboardExecutable.locate()
-                process.arguments = arguments
-                let stderr = Pipe()
-                process.standardError = stderr
-                process.standardOutput = FileHandle.nullDevice
-                try process.run()
-                let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 2, "\(arguments)")
-                #expect(text.contains(expected), "\(arguments): \(text)")
+                let result = try ChildProcess.run(try SwitchboardExecutable.locate().path, arguments)
+                #expect(result.status == 2, "\(arguments)")
+                #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
             }
         }
-    }
-}
-
-/// Collects a pipe's output as lines while the process runs.
-final class OutputLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var buffer = Data()
-    private var lines: [String] = []
-
-    /// Starts reading `handle`.
-    init(_ handle: FileHandle) {
-        handle.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            self.lock.withLock {
-                self.buffer.append(data)
-                while let newline = self.buffer.firstIndex(of: 0x0A) {
-                    self.lines.append(String(decoding: self.buffer[..<newline], as: UTF8.self))
-                    self.buffer.removeSubrange(...newline)
-                }
-            }
-        }
-    }
-
-    /// Every complete line so far.
-    func all() -> [String] { lock.withLock { lines } }
-
-    /// The first line, waiting up to `timeout`.
-    func firstLine(timeout: Duration) async throws -> String {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let line = all().first { return line }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try need(all().first, "a line on standard output within \(timeout)")
     }
 }

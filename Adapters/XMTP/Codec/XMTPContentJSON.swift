@@ -12,6 +12,9 @@ public struct XMTPContentJSONError: Error, Sendable, Hashable, CustomStringConve
 /// `schema`, `url`, `contentDigest`, `secret`/`salt`/`nonce` in hex, `scheme`, `contentLength`, `filename`,
 /// `mimeType`, `data` in base64, `messageId`, `editedContent`), used by `switchboard xmtp codec` and the tests.
 extension XMTPContent {
+    /// The deepest JSON nesting the codecs accept in content and on the command line.
+    public static let maximumJSONDepth = 128
+
     /// The content type a name stands for: `text`, `reaction` (2.0), `reaction:1.0`, `xmtp.org/reply:1.0`, …
     public static func contentType(named name: String) -> XMTPContentTypeID? {
         if let parsed = XMTPContentTypeID(parsing: name) { return parsed }
@@ -22,11 +25,11 @@ extension XMTPContent {
     }
 
     /// The value as JSON (without type, parameters or fallback).
-    public var json: XMTPJSON {
+    public var json: JSONValue {
         switch self {
         case .text(let value): return .string(value.text)
         case .reply(let value):
-            var fields: [(String, XMTPJSON)] = [("reference", .string(value.reference))]
+            var fields: [(key: String, value: JSONValue)] = [("reference", .string(value.reference))]
             if let inbox = value.referenceInboxID { fields.append(("referenceInboxId", .string(inbox))) }
             fields.append(("content", value.content.decodedJSON()))
             return .object(fields)
@@ -35,38 +38,38 @@ extension XMTPContent {
                             ("action", .string(value.action.rawValue)), ("content", .string(value.content)),
                             ("schema", .string(value.schema.rawValue))])
         case .legacyReaction(let value):
-            var fields: [(String, XMTPJSON)] = [("reference", .string(value.reference))]
+            var fields: [(key: String, value: JSONValue)] = [("reference", .string(value.reference))]
             if let inbox = value.referenceInboxID { fields.append(("referenceInboxId", .string(inbox))) }
             fields += [("action", .string(value.action)), ("content", .string(value.content)), ("schema", .string(value.schema))]
             return .object(fields)
         case .readReceipt: return .object([])
         case .attachment(let value):
-            var fields: [(String, XMTPJSON)] = []
+            var fields: [(key: String, value: JSONValue)] = []
             if let filename = value.filename { fields.append(("filename", .string(filename))) }
-            fields += [("mimeType", .string(value.mimeType)), ("data", .string(XMTPBase64.encode(value.data)))]
+            fields += [("mimeType", .string(value.mimeType)), ("data", .string(Base64.encode(value.data)))]
             return .object(fields)
         case .remoteAttachment(let value): return Self.remoteJSON(value)
         case .multiRemoteAttachment(let value): return .object([("attachments", .array(value.attachments.map(Self.remoteJSON)))])
         case .deleteMessage(let value): return .object([("messageId", .string(value.messageID))])
         case .editMessage(let value):
             return .object([("messageId", .string(value.messageID)), ("editedContent", value.editedContent?.decodedJSON() ?? .null)])
-        case .unknown(let content): return .object([("raw", .string(XMTPBase64.encode(content.content)))])
+        case .unknown(let content): return .object([("raw", .string(Base64.encode(content.content)))])
         }
     }
 
     /// A remote attachment's JSON object.
-    private static func remoteJSON(_ value: XMTPRemoteAttachment) -> XMTPJSON {
-        var fields: [(String, XMTPJSON)] = [
+    private static func remoteJSON(_ value: XMTPRemoteAttachment) -> JSONValue {
+        var fields: [(key: String, value: JSONValue)] = [
             ("url", .string(value.url)), ("contentDigest", .string(value.contentDigest)), ("secret", .string(Digest.hex(value.secret))),
             ("salt", .string(Digest.hex(value.salt))), ("nonce", .string(Digest.hex(value.nonce))), ("scheme", .string(value.scheme)),
         ]
-        if let length = value.contentLength { fields.append(("contentLength", .number(Double(length)))) }
+        if let length = value.contentLength { fields.append(("contentLength", .int(Int64(length)))) }
         if let filename = value.filename { fields.append(("filename", .string(filename))) }
         return .object(fields)
     }
 
     /// Builds content of type `typeName` (see `contentType(named:)`) from its JSON value.
-    public static func fromJSON(type typeName: String, _ json: XMTPJSON) throws(XMTPContentJSONError) -> XMTPContent {
+    public static func fromJSON(type typeName: String, _ json: JSONValue) throws(XMTPContentJSONError) -> XMTPContent {
         guard let type = contentType(named: typeName) else { throw XMTPContentJSONError("unknown content type '\(typeName)'") }
         let reader = JSONFields(json: json, type: type.description)
         switch (type.typeID, type.versionMajor) {
@@ -96,7 +99,7 @@ extension XMTPContent {
             guard case .object = json else { throw XMTPContentJSONError("readReceipt content must be {}") }
             return .readReceipt
         case ("attachment", 1):
-            guard let data = XMTPBase64.decode(try reader.string("data")) else { throw XMTPContentJSONError("data is not valid base64") }
+            guard let data = Base64.decode(try reader.string("data")) else { throw XMTPContentJSONError("data is not valid base64") }
             return .attachment(XMTPAttachment(filename: try reader.optionalString("filename"), mimeType: try reader.string("mimeType"),
                                               data: data))
         case ("remoteStaticAttachment", 1): return .remoteAttachment(try remote(fromJSON: json))
@@ -116,7 +119,7 @@ extension XMTPContent {
     }
 
     /// A remote attachment from its JSON object.
-    private static func remote(fromJSON json: XMTPJSON) throws(XMTPContentJSONError) -> XMTPRemoteAttachment {
+    private static func remote(fromJSON json: JSONValue) throws(XMTPContentJSONError) -> XMTPRemoteAttachment {
         let reader = JSONFields(json: json, type: "remote attachment")
         /// A required hex field's bytes.
         func hex(_ name: String) throws(XMTPContentJSONError) -> [UInt8] {
@@ -126,8 +129,8 @@ extension XMTPContent {
         var length: UInt32?
         switch json["contentLength"] {
         case nil, .null?: length = nil
-        case .number(let number)?:
-            guard number >= 0, number <= Double(UInt32.max), number.rounded() == number else {
+        case .number(let text)?:
+            guard let number = Double(text), number >= 0, number <= Double(UInt32.max), number.rounded() == number else {
                 throw XMTPContentJSONError("contentLength must be an integer from 0 to \(UInt32.max)")
             }
             length = UInt32(number)
@@ -141,7 +144,7 @@ extension XMTPContent {
 
     /// Nested content (a reply's or an edit's): `{"type": T, "content": value}` encoded with T's codec, or
     /// `{"hex": "…"}` holding `EncodedContent` bytes as they are.
-    public static func encodedContent(fromJSON json: XMTPJSON) throws(XMTPContentJSONError) -> XMTPEncodedContent {
+    public static func encodedContent(fromJSON json: JSONValue) throws(XMTPContentJSONError) -> XMTPEncodedContent {
         if case .string(let hex)? = json["hex"] {
             guard let bytes = Hex.decode(hex) else { throw XMTPContentJSONError("nested hex is not hex") }
             do { return try XMTPEncodedContent.decode(bytes) } catch { throw XMTPContentJSONError("nested content: \(error)") }
@@ -152,7 +155,7 @@ extension XMTPContent {
         if case .string(let raw)? = value["raw"] {
             // Content of a type without a codec, as `decodedJSON()` prints it: rebuilt as it was.
             guard let typeID = XMTPContentTypeID(parsing: type) else { throw XMTPContentJSONError("bad content type '\(type)'") }
-            guard let bytes = XMTPBase64.decode(raw) else { throw XMTPContentJSONError("raw is not valid base64") }
+            guard let bytes = Base64.decode(raw) else { throw XMTPContentJSONError("raw is not valid base64") }
             var parameters: [String: String] = [:]
             if case .object(let fields)? = json["parameters"] {
                 for (key, entry) in fields {
@@ -170,10 +173,10 @@ extension XMTPContent {
 extension XMTPEncodedContent {
     /// `{"type": "authority/type:major.minor", "parameters": {…}, "fallback": …, "content": value}` (plus
     /// `"compression"` when set, and `"error"` with `content: null` when a known type fails to decode).
-    public func decodedJSON() -> XMTPJSON {
-        var fields: [(String, XMTPJSON)] = [
+    public func decodedJSON() -> JSONValue {
+        var fields: [(key: String, value: JSONValue)] = [
             ("type", type.map { .string($0.description) } ?? .null),
-            ("parameters", .object(parameters.keys.sorted().map { ($0, .string(parameters[$0] ?? "")) })),
+            ("parameters", .object(parameters.mapValues { JSONValue.string($0) })),
             ("fallback", fallback.map { .string($0) } ?? .null),
         ]
         if let compression { fields.append(("compression", .string(compression.description))) }
@@ -189,7 +192,7 @@ extension XMTPEncodedContent {
 /// Typed field access on a JSON object, with errors naming the field.
 struct JSONFields {
     /// The object.
-    let json: XMTPJSON
+    let json: JSONValue
     /// What the object describes, for messages.
     let type: String
 
@@ -207,56 +210,5 @@ struct JSONFields {
         case .string(let value)?: return value
         default: throw XMTPContentJSONError("\"\(name)\" must be a string")
         }
-    }
-}
-
-/// Standard base64 (RFC 4648, padded).
-public enum XMTPBase64 {
-    /// The 64 digits in order.
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    /// Padded base64 of `bytes`.
-    public static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let b0 = bytes[index], b1 = index + 1 < bytes.count ? bytes[index + 1] : 0, b2 = index + 2 < bytes.count ? bytes[index + 2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 3) << 4 | b1 >> 4)])
-            out.append(index + 1 < bytes.count ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(index + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The bytes of padded base64 text, or nil when it is not valid base64.
-    public static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 4 == 0 else { return nil }
-        var values: [UInt8] = []
-        var padding = 0
-        for (index, char) in chars.enumerated() {
-            if char == UInt8(ascii: "=") {
-                guard index >= chars.count - 2 else { return nil }
-                padding += 1
-                values.append(0)
-                continue
-            }
-            guard padding == 0, let value = alphabet.firstIndex(of: char) else { return nil }
-            values.append(UInt8(value))
-        }
-        var out: [UInt8] = []
-        var index = 0
-        while index < values.count {
-            let (a, b, c, d) = (values[index], values[index + 1], values[index + 2], values[index + 3])
-            out.append(a << 2 | b >> 4)
-            out.append((b & 0x0F) << 4 | c >> 2)
-            out.append((c & 0x03) << 6 | d)
-            index += 4
-        }
-        out.removeLast(padding)
-        return out
     }
 }

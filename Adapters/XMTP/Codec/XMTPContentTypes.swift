@@ -268,17 +268,17 @@ public struct XMTPLegacyReaction: XMTPContentCodable {
 
     /// Legacy reaction content as libxmtp's `LegacyReactionCodec` writes it.
     public func encoded() -> XMTPEncodedContent {
-        var fields: [(String, XMTPJSON)] = [("action", .string(action)), ("reference", .string(reference))]
+        var fields: [(key: String, value: JSONValue)] = [("action", .string(action)), ("reference", .string(reference))]
         if let referenceInboxID { fields.append(("referenceInboxId", .string(referenceInboxID))) }
         fields += [("schema", .string(schema)), ("content", .string(content))]
         return XMTPEncodedContent(type: Self.contentType, fallback: reactionFallback(removed: action == "removed", content: content),
-                                  content: Array(XMTPJSON.object(fields).serialized().utf8))
+                                  content: Array(JSONValue.object(fields).serialized.utf8))
     }
 
     /// Decodes the JSON; `action`, `reference`, `schema` and `content` must be strings, `referenceInboxId` may be absent.
     public static func decode(_ content: XMTPEncodedContent) throws(XMTPCodecError) -> XMTPLegacyReaction {
         let bytes = try prepared(content).content
-        guard let text = String(validating: bytes, as: UTF8.self), let json = try? XMTPJSON.parse(text) else {
+        guard let text = String(validating: bytes, as: UTF8.self), let json = try? JSONValue.parse(text, maximumDepth: XMTPContent.maximumJSONDepth) else {
             throw .invalidContent(type: "reaction:1.0", reason: "content is not JSON")
         }
         /// A required string field of the JSON object.

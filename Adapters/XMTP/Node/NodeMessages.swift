@@ -21,7 +21,7 @@ public struct XMTPNodeGroupID: Sendable, Hashable, Comparable, CustomStringConve
     /// Lowercase hex, the storage key.
     public var hex: String { Digest.hex(bytes) }
     /// Base64, as on the wire.
-    public var base64: String { NodeBase64.encode(bytes) }
+    public var base64: String { Base64.encode(bytes) }
     /// The hex form.
     public var description: String { hex }
 
@@ -75,20 +75,20 @@ public struct XMTPNodeStoredMessage: Sendable, Hashable {
     }
 
     /// `{"v1":{"id":..,"created_ns":..,"group_id":..,"data":..,"sender_hmac":..,"should_push":..}}`.
-    var json: NodeJSONValue {
+    var json: JSONValue {
         .object([("v1", .object([
             ("id", .string(String(id))),
             ("created_ns", .string(String(createdNs))),
             ("group_id", .string(groupID.base64)),
-            ("data", .string(NodeBase64.encode(data))),
-            ("sender_hmac", .string(NodeBase64.encode(senderHMAC))),
+            ("data", .string(Base64.encode(data))),
+            ("sender_hmac", .string(Base64.encode(senderHMAC))),
             ("should_push", .bool(shouldPush)),
         ]))])
     }
 
     /// One line of a subscription: `{"result":<json>}` and a newline.
     var streamLine: Data {
-        NodeJSONWriter.encode(.object([("result", json)])) + Data("\n".utf8)
+        Data(JSONValue.object([("result", json)]).serialized.utf8) + Data("\n".utf8)
     }
 }
 

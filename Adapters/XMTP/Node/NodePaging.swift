@@ -1,3 +1,4 @@
+import SwitchboardCore
 /// The order of a query (`xmtp.mls.api.v1.SortDirection`).
 public enum XMTPNodeDirection: String, Sendable, Hashable {
     /// Oldest first: ids greater than the cursor.
@@ -6,7 +7,7 @@ public enum XMTPNodeDirection: String, Sendable, Hashable {
     case descending = "DIRECTION_DESCENDING"
 
     /// Parses a direction name or enum number; unspecified (absent, `DIRECTION_UNSPECIFIED`, 0) reads as ascending.
-    static func parse(_ value: NodeJSONValue?) throws(XMTPNodeError) -> XMTPNodeDirection {
+    static func parse(_ value: JSONValue?) throws(XMTPNodeError) -> XMTPNodeDirection {
         switch value {
         case nil, .string("DIRECTION_UNSPECIFIED"), .number("0"), .string("DIRECTION_ASCENDING"), .number("1"):
             return .ascending
@@ -59,7 +60,7 @@ public struct XMTPNodePage: Sendable, Hashable {
     public func nextCursor(after messages: [XMTPNodeStoredMessage]) -> UInt64 { messages.last?.id ?? cursor }
 
     /// `{"direction":..,"limit":..,"id_cursor":".."}` for the response.
-    func json(after messages: [XMTPNodeStoredMessage]) -> NodeJSONValue {
+    func json(after messages: [XMTPNodeStoredMessage]) -> JSONValue {
         .object([
             ("direction", .string(direction.rawValue)),
             ("limit", .number(String(limit))),

@@ -89,8 +89,8 @@ final class NodeService: Sendable {
         .json(error.jsonBody, status: error.code.httpStatus)
     }
 
-    private static func ok(_ value: NodeJSONValue = .object([]), status: Int = 200) -> HTTPServerResponse {
-        .json(NodeJSONWriter.encode(value), status: status)
+    private static func ok(_ value: JSONValue = .object([]), status: Int = 200) -> HTTPServerResponse {
+        .json(Data(value.serialized.utf8), status: status)
     }
 
     // MARK: Identity
@@ -197,7 +197,7 @@ final class NodeService: Sendable {
         return Self.ok(groupJSON(parsed.groupID, members: members))
     }
 
-    private func groupJSON(_ groupID: XMTPNodeGroupID, members: [String]) -> NodeJSONValue {
+    private func groupJSON(_ groupID: XMTPNodeGroupID, members: [String]) -> JSONValue {
         .object([("group_id", .string(groupID.base64)), ("members", .array(members.map { .string($0) }))])
     }
 

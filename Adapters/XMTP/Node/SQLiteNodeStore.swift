@@ -1,14 +1,20 @@
 import Foundation
 import Synchronization
+import SwitchboardSQLite
 
 /// The node's store in one SQLite file (WAL), every access serialised by a mutex, so ids follow commit order.
 public final class SQLiteNodeStore: XMTPNodeStore {
-    private let database: Mutex<NodeSQLite?>
+    private let database: Mutex<SQLiteConnection?>
 
-    /// Opens (creating) the database at `path` and applies the schema.
+    /// Opens (creating) the database at `path` in WAL mode with a busy timeout and applies the schema.
     public init(path: String) throws {
-        let sqlite = try NodeSQLite(path: path)
-        try sqlite.execute("""
+        let sqlite = try SQLiteConnection(path: path)
+        try sqlite.setBusyTimeout(milliseconds: 5000)
+        try sqlite.enableDefensiveMode()
+        try sqlite.executeScript("PRAGMA journal_mode=WAL")
+        try sqlite.executeScript("PRAGMA synchronous=NORMAL")
+        try sqlite.executeScript("PRAGMA foreign_keys=ON")
+        try sqlite.executeScript("""
             CREATE TABLE IF NOT EXISTS inboxes (inbox_id TEXT PRIMARY KEY, created_ns INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS tokens (token_hash TEXT PRIMARY KEY,
                 inbox_id TEXT NOT NULL REFERENCES inboxes(inbox_id), created_ns INTEGER NOT NULL);
@@ -25,10 +31,11 @@ public final class SQLiteNodeStore: XMTPNodeStore {
         database = Mutex(sqlite)
     }
 
+    /// Runs `body` with the open connection under the lock; throws `SQLITE_MISUSE` once the store is closed.
     @discardableResult
-    private func with<T>(_ body: (NodeSQLite) throws -> T) throws -> T {
+    private func with<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try database.withLock { sqlite in
-            guard let sqlite else { throw NodeSQLiteError(code: 21, message: "the store is closed") }
+            guard let sqlite else { throw SQLiteError(extendedCode: 21, message: "the store is closed") }
             return try body(sqlite)
         }
     }
@@ -36,11 +43,11 @@ public final class SQLiteNodeStore: XMTPNodeStore {
     /// Creates the inbox and its first token hash; false when it exists.
     public func registerInbox(_ inboxID: String, tokenHash: String, nowNs: UInt64) throws -> Bool {
         try with { db in
-            try db.transaction {
-                try db.query("INSERT OR IGNORE INTO inboxes (inbox_id, created_ns) VALUES (?, ?)", [.text(inboxID), .integer(Int64(nowNs))])
+            try db.immediateTransaction {
+                try db.execute("INSERT OR IGNORE INTO inboxes (inbox_id, created_ns) VALUES (?, ?)", [inboxID, Int64(nowNs)])
                 guard db.changes == 1 else { return false }
-                try db.query("INSERT INTO tokens (token_hash, inbox_id, created_ns) VALUES (?, ?, ?)",
-                             [.text(tokenHash), .text(inboxID), .integer(Int64(nowNs))])
+                try db.execute("INSERT INTO tokens (token_hash, inbox_id, created_ns) VALUES (?, ?, ?)",
+                               [tokenHash, inboxID, Int64(nowNs)])
                 return true
             }
         }
@@ -49,31 +56,30 @@ public final class SQLiteNodeStore: XMTPNodeStore {
     /// Adds a token hash to an existing inbox.
     public func addToken(inboxID: String, tokenHash: String, nowNs: UInt64) throws {
         try with { db in
-            try db.query("INSERT INTO tokens (token_hash, inbox_id, created_ns) VALUES (?, ?, ?)",
-                         [.text(tokenHash), .text(inboxID), .integer(Int64(nowNs))])
+            try db.execute("INSERT INTO tokens (token_hash, inbox_id, created_ns) VALUES (?, ?, ?)",
+                           [tokenHash, inboxID, Int64(nowNs)])
         }
     }
 
     /// The inbox of a token hash.
     public func inbox(forTokenHash tokenHash: String) throws -> String? {
-        try with { db in try db.query("SELECT inbox_id FROM tokens WHERE token_hash = ?", [.text(tokenHash)]).first?[0].text }
+        try with { db in try db.queryFirst("SELECT inbox_id FROM tokens WHERE token_hash = ?", [tokenHash]) { $0.string(at: 0) } }
     }
 
     /// Whether the inbox is registered.
     public func inboxExists(_ inboxID: String) throws -> Bool {
-        try with { db in !(try db.query("SELECT 1 FROM inboxes WHERE inbox_id = ?", [.text(inboxID)]).isEmpty) }
+        try with { db in try db.queryFirst("SELECT 1 FROM inboxes WHERE inbox_id = ?", [inboxID]) { _ in true } ?? false }
     }
 
     /// Creates a group with its members; false when it exists.
     public func createGroup(_ groupID: XMTPNodeGroupID, creator: String, members: [String], nowNs: UInt64) throws -> Bool {
         try with { db in
-            try db.transaction {
-                try db.query("INSERT OR IGNORE INTO chat_groups (group_id, creator, created_ns) VALUES (?, ?, ?)",
-                             [.text(groupID.hex), .text(creator), .integer(Int64(nowNs))])
+            try db.immediateTransaction {
+                try db.execute("INSERT OR IGNORE INTO chat_groups (group_id, creator, created_ns) VALUES (?, ?, ?)",
+                               [groupID.hex, creator, Int64(nowNs)])
                 guard db.changes == 1 else { return false }
                 for member in members {
-                    try db.query("INSERT OR IGNORE INTO group_members (group_id, inbox_id) VALUES (?, ?)",
-                                 [.text(groupID.hex), .text(member)])
+                    try db.execute("INSERT OR IGNORE INTO group_members (group_id, inbox_id) VALUES (?, ?)", [groupID.hex, member])
                 }
                 return true
             }
@@ -83,19 +89,21 @@ public final class SQLiteNodeStore: XMTPNodeStore {
     /// The sorted members, nil for an unknown group.
     public func members(of groupID: XMTPNodeGroupID) throws -> [String]? {
         try with { db in
-            guard !(try db.query("SELECT 1 FROM chat_groups WHERE group_id = ?", [.text(groupID.hex)]).isEmpty) else { return nil }
-            return try db.query("SELECT inbox_id FROM group_members WHERE group_id = ? ORDER BY inbox_id",
-                                [.text(groupID.hex)]).map { $0[0].text }
+            guard try db.queryFirst("SELECT 1 FROM chat_groups WHERE group_id = ?", [groupID.hex], { _ in true }) != nil else {
+                return nil
+            }
+            return try db.query("SELECT inbox_id FROM group_members WHERE group_id = ? ORDER BY inbox_id", [groupID.hex]) {
+                $0.string(at: 0)
+            }
         }
     }
 
     /// Adds members.
     public func addMembers(_ inboxIDs: [String], to groupID: XMTPNodeGroupID) throws {
         try with { db in
-            try db.transaction {
+            try db.immediateTransaction {
                 for member in inboxIDs {
-                    try db.query("INSERT OR IGNORE INTO group_members (group_id, inbox_id) VALUES (?, ?)",
-                                 [.text(groupID.hex), .text(member)])
+                    try db.execute("INSERT OR IGNORE INTO group_members (group_id, inbox_id) VALUES (?, ?)", [groupID.hex, member])
                 }
             }
         }
@@ -104,9 +112,9 @@ public final class SQLiteNodeStore: XMTPNodeStore {
     /// Removes members.
     public func removeMembers(_ inboxIDs: [String], from groupID: XMTPNodeGroupID) throws {
         try with { db in
-            try db.transaction {
+            try db.immediateTransaction {
                 for member in inboxIDs {
-                    try db.query("DELETE FROM group_members WHERE group_id = ? AND inbox_id = ?", [.text(groupID.hex), .text(member)])
+                    try db.execute("DELETE FROM group_members WHERE group_id = ? AND inbox_id = ?", [groupID.hex, member])
                 }
             }
         }
@@ -115,14 +123,16 @@ public final class SQLiteNodeStore: XMTPNodeStore {
     /// Stores the messages atomically in order.
     public func appendMessages(_ messages: [XMTPNodeMessageInput], nowNs: UInt64) throws -> [XMTPNodeStoredMessage] {
         try with { db in
-            try db.transaction {
+            try db.immediateTransaction {
                 try messages.map { message in
-                    let rows = try db.query("""
+                    guard let id = try db.queryFirst("""
                         INSERT INTO group_messages (group_id, created_ns, data, sender_hmac, should_push)
                         VALUES (?, ?, ?, ?, ?) RETURNING id
-                        """, [.text(message.groupID.hex), .integer(Int64(nowNs)), .blob(message.data), .blob(message.senderHMAC),
-                              .integer(message.shouldPush ? 1 : 0)])
-                    return XMTPNodeStoredMessage(id: UInt64(rows[0][0].int64), createdNs: nowNs, groupID: message.groupID,
+                        """, [message.groupID.hex, Int64(nowNs), Data(message.data), Data(message.senderHMAC), message.shouldPush],
+                        { $0.int64(at: 0) }) else {
+                        throw SQLiteError(extendedCode: 1, message: "INSERT … RETURNING id returned no row")
+                    }
+                    return XMTPNodeStoredMessage(id: UInt64(id), createdNs: nowNs, groupID: message.groupID,
                                                  data: message.data, senderHMAC: message.senderHMAC, shouldPush: message.shouldPush)
                 }
             }
@@ -131,28 +141,31 @@ public final class SQLiteNodeStore: XMTPNodeStore {
 
     private static let columns = "id, group_id, created_ns, data, sender_hmac, should_push"
 
-    private static func decode(_ row: [NodeSQLValue]) throws -> XMTPNodeStoredMessage {
-        guard let groupID = XMTPNodeGroupID(hex: row[1].text) else { throw NodeSQLiteError(code: 11, message: "bad group id in row") }
-        return XMTPNodeStoredMessage(id: UInt64(row[0].int64), createdNs: UInt64(row[2].int64), groupID: groupID,
-                                     data: row[3].blob, senderHMAC: row[4].blob, shouldPush: row[5].int64 != 0)
+    /// The message in the current row of a `columns` query; a malformed group id is `SQLITE_CORRUPT`.
+    private static func decode(_ row: SQLiteStatement) throws -> XMTPNodeStoredMessage {
+        guard let groupID = XMTPNodeGroupID(hex: row.string(at: 1)) else {
+            throw SQLiteError(extendedCode: 11, message: "bad group id in row")
+        }
+        return XMTPNodeStoredMessage(id: UInt64(row.int64(at: 0)), createdNs: UInt64(row.int64(at: 2)), groupID: groupID,
+                                     data: [UInt8](row.data(at: 3)), senderHMAC: [UInt8](row.data(at: 4)), shouldPush: row.bool(at: 5))
     }
 
     /// One page of a group's messages.
     public func queryMessages(_ groupID: XMTPNodeGroupID, page: XMTPNodePage) throws -> [XMTPNodeStoredMessage] {
         let sql: String
-        var arguments: [NodeSQLValue] = [.text(groupID.hex)]
+        var arguments: [(any SQLiteBindable)?] = [groupID.hex]
         switch page.direction {
         case .ascending:
             sql = "SELECT \(Self.columns) FROM group_messages WHERE group_id = ? AND id > ? ORDER BY id ASC LIMIT ?"
-            arguments.append(.integer(Int64(clamping: page.cursor)))
+            arguments.append(Int64(clamping: page.cursor))
         case .descending where page.cursor == 0:
             sql = "SELECT \(Self.columns) FROM group_messages WHERE group_id = ? ORDER BY id DESC LIMIT ?"
         case .descending:
             sql = "SELECT \(Self.columns) FROM group_messages WHERE group_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
-            arguments.append(.integer(Int64(clamping: page.cursor)))
+            arguments.append(Int64(clamping: page.cursor))
         }
-        arguments.append(.integer(Int64(page.limit)))
-        return try with { db in try db.query(sql, arguments).map(Self.decode) }
+        arguments.append(page.limit)
+        return try with { db in try db.query(sql, arguments, Self.decode) }
     }
 
     /// The next messages after each group's cursor, ascending.
@@ -160,33 +173,33 @@ public final class SQLiteNodeStore: XMTPNodeStore {
         guard !cursors.isEmpty else { return [] }
         let sorted = cursors.sorted { $0.key < $1.key }
         let condition = Array(repeating: "(group_id = ? AND id > ?)", count: sorted.count).joined(separator: " OR ")
-        var arguments: [NodeSQLValue] = []
-        for (group, cursor) in sorted { arguments += [.text(group.hex), .integer(Int64(clamping: cursor))] }
-        arguments.append(.integer(Int64(limit)))
+        var arguments: [(any SQLiteBindable)?] = []
+        for (group, cursor) in sorted { arguments += [group.hex, Int64(clamping: cursor)] }
+        arguments.append(limit)
         return try with { db in
-            try db.query("SELECT \(Self.columns) FROM group_messages WHERE \(condition) ORDER BY id ASC LIMIT ?", arguments)
-                .map(Self.decode)
+            try db.query("SELECT \(Self.columns) FROM group_messages WHERE \(condition) ORDER BY id ASC LIMIT ?", arguments,
+                         Self.decode)
         }
     }
 
     /// Saves an upload grant.
     public func saveUploadGrant(_ grant: XMTPNodeUploadGrant) throws {
         try with { db in
-            try db.query("""
+            try db.execute("""
                 INSERT INTO upload_grants (token_hash, content_digest, content_length, expires_ns, inbox_id) VALUES (?, ?, ?, ?, ?)
-                """, [.text(grant.tokenHash), .text(grant.contentDigest), .integer(Int64(clamping: grant.contentLength)),
-                      .integer(Int64(clamping: grant.expiresNs)), .text(grant.inboxID)])
+                """, [grant.tokenHash, grant.contentDigest, Int64(clamping: grant.contentLength), Int64(clamping: grant.expiresNs),
+                      grant.inboxID])
         }
     }
 
     /// The grant of a token hash.
     public func uploadGrant(tokenHash: String) throws -> XMTPNodeUploadGrant? {
         try with { db in
-            try db.query("""
+            try db.queryFirst("""
                 SELECT content_digest, content_length, expires_ns, inbox_id FROM upload_grants WHERE token_hash = ?
-                """, [.text(tokenHash)]).first.map { row in
-                XMTPNodeUploadGrant(tokenHash: tokenHash, contentDigest: row[0].text, contentLength: UInt64(row[1].int64),
-                                    expiresNs: UInt64(row[2].int64), inboxID: row[3].text)
+                """, [tokenHash]) { row in
+                XMTPNodeUploadGrant(tokenHash: tokenHash, contentDigest: row.string(at: 0), contentLength: UInt64(row.int64(at: 1)),
+                                    expiresNs: UInt64(row.int64(at: 2)), inboxID: row.string(at: 3))
             }
         }
     }

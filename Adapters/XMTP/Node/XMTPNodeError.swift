@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 
 /// A failure answered in grpc-gateway's shape: `{"code":<grpc code>,"message":"..","details":[]}`.
 public struct XMTPNodeError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -52,20 +53,20 @@ public struct XMTPNodeError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// The JSON body `{"code":..,"message":..,"details":[]}`.
     public var jsonBody: Data {
-        NodeJSONWriter.encode(.object([
+        Data(JSONValue.object([
             ("code", .number(String(code.rawValue))),
             ("message", .string(message)),
             ("details", .array([])),
-        ]))
+        ]).serialized.utf8)
     }
 
     /// The error as a JSON line of a stream: `{"error":{...}}`.
     var streamLine: Data {
-        NodeJSONWriter.encode(.object([("error", .object([
+        Data(JSONValue.object([("error", .object([
             ("code", .number(String(code.rawValue))),
             ("message", .string(message)),
             ("details", .array([])),
-        ]))])) + Data("\n".utf8)
+        ]))]).serialized.utf8) + Data("\n".utf8)
     }
 
     /// `invalidArgument` with `message`.
