@@ -30,10 +30,14 @@ public struct AdapterCapabilities: Sendable, Hashable {
     public var maxAttachmentsPerMessage: Int
     /// Whether the backend keeps noSend drafts itself (otherwise the outbox emulates it).
     public var hasNativeNoSend: Bool
+    /// The receipt states the backend carries (XMTP-like backends have read receipts only).
+    public var receiptStates: Set<ReceiptState>
 
     /// Describes an adapter's limits.
     public init(idScheme: IDScheme, maxTextBytes: Int = 64 * 1024, maxAttachmentBytes: Int64 = 25 * 1024 * 1024,
-                maxAttachmentsPerMessage: Int = 10, hasNativeNoSend: Bool = false) {
+                maxAttachmentsPerMessage: Int = 10, hasNativeNoSend: Bool = false,
+                receiptStates: Set<ReceiptState> = [.delivered, .read]) {
+        self.receiptStates = receiptStates
         self.idScheme = idScheme
         self.maxTextBytes = maxTextBytes
         self.maxAttachmentBytes = maxAttachmentBytes

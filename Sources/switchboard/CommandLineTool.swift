@@ -61,8 +61,9 @@ enum CommandLineTool {
           --data-dir DIR          keep the demo's store there (default: a temporary folder)
 
       conformance               Run the conformance kit against an adapter.
-          --adapter A             memory | supabase
-          --url URL               supabase: the server's base URL (e.g. from `serve supabase`)
+          --adapter A             memory | supabase | xmtp
+          --url URL               supabase: the server's base URL (e.g. from `serve supabase`);
+                                  xmtp: the node's base URL (e.g. from `serve xmtp`)
           --jwt-secret S          supabase: the server's JWT secret, to mint member tokens
           --id-scheme S           client | content | server (memory; default client)
           --echo-only             server scheme: learn the ID only from the echo

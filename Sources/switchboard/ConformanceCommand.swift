@@ -3,6 +3,7 @@ import MemoryConformance
 import SupabaseConformance
 import SwitchboardConformance
 import SwitchboardCore
+import XMTPConformance
 
 enum ConformanceCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
@@ -30,8 +31,14 @@ enum ConformanceCommand {
                 throw UsageError("--adapter supabase needs --jwt-secret S (or SWITCHBOARD_JWT_SECRET) to mint member tokens")
             }
             harness = SupabaseHarness(baseURL: url, jwtSecret: secret)
+        case "xmtp":
+            guard let text = arguments.value("url"), let url = URL(string: text), url.scheme?.hasPrefix("http") == true,
+                  url.host != nil else {
+                throw UsageError("--adapter xmtp needs --url http://HOST:PORT (the node's base URL, e.g. from `serve xmtp`)")
+            }
+            harness = XMTPHarness(baseURL: url)
         default:
-            throw UsageError("unknown adapter '\(adapter)' (available: memory, supabase)")
+            throw UsageError("unknown adapter '\(adapter)' (available: memory, supabase, xmtp)")
         }
         let names = arguments.all("scenario")
         let known = Set(StandardScenarios.all.map(\.name))

@@ -1,2 +1,129 @@
-/// PLACEHOLDER: replaced by the XMTP harness.
-enum XMTPHarnessPlaceholder {}
+import Foundation
+import SwitchboardConformance
+import SwitchboardCore
+import SwitchboardNet
+import XMTPAdapter
+import XMTPCrypto
+
+/// Runs the conformance kit against a running XMTP-like node: per fixture it registers two fresh inboxes,
+/// creates a group with a random 16-byte ID and a random 32-byte secret (handed to the adapters out of band),
+/// and gives each member's adapters one local database in a temporary folder (removed in `tearDown`), so a
+/// restarted client finds its libxmtp-style database again.
+public struct XMTPHarness: ConformanceHarness {
+    /// The node's base URL.
+    public let baseURL: URL
+    private let http: HTTPClient
+
+    /// A harness for the node at `baseURL`.
+    public init(baseURL: URL, http: HTTPClient = HTTPClient()) {
+        self.baseURL = baseURL
+        self.http = http
+    }
+
+    /// `xmtp`.
+    public var adapterName: String { "xmtp" }
+
+    /// A fresh group of two fresh inboxes.
+    public func makeFixture() async throws -> ConformanceFixture {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let alice = UserID("alice-\(suffix)"), bob = UserID("bob-\(suffix)")
+        let aliceToken = try await register(alice)
+        let bobToken = try await register(bob)
+        let groupID = try SecureRandom.bytes(16)
+        let secret = try SecureRandom.bytes(32)
+        try await createGroup(groupID, members: [bob], token: aliceToken)
+        let conversation = ConversationID(Digest.hex(groupID))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-conformance-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let faults = AdapterFaults()
+        let tokens = [alice: aliceToken, bob: bobToken]
+        let baseURL = self.baseURL, http = self.http
+        return ConformanceFixture(
+            conversation: conversation, alice: alice, bob: bob,
+            makeAdapter: { user in
+                guard let token = tokens[user] else {
+                    throw SwitchboardError(.unauthorized, "\(user) is not a member of this fixture")
+                }
+                var configuration = XMTPAdapter.Configuration(
+                    baseURL: baseURL, inboxID: user, token: token,
+                    databasePath: directory.appendingPathComponent("\(user.rawValue).sqlite").path,
+                    groupSecret: { id in
+                        guard id == conversation else { throw SwitchboardError(.unknownConversation, "unknown group \(id)") }
+                        return secret
+                    })
+                configuration.faults = faults
+                return try XMTPAdapter(configuration: configuration, http: http)
+            },
+            faults: XMTPFaultInjector(faults: faults), clock: ManualClock(),
+            tearDown: { try? FileManager.default.removeItem(at: directory) })
+    }
+
+    /// Registers an inbox; returns its bearer token.
+    public func register(_ inbox: UserID) async throws -> String {
+        let json = try await post("/identity/v1/register", ["inbox_id": .string(inbox.rawValue)], token: nil)
+        guard let token = json["token"]?.stringValue else {
+            throw SwitchboardError(.transport, "register answered without a token")
+        }
+        return token
+    }
+
+    /// Creates a group whose creator is the token's inbox, with `members` added.
+    public func createGroup(_ groupID: [UInt8], members: [UserID], token: String) async throws {
+        _ = try await post("/mls/v1/create-group", ["group_id": .string(Data(groupID).base64EncodedString()),
+                                                    "members": .array(members.map { .string($0.rawValue) })], token: token)
+    }
+
+    /// Posts JSON to the node (with a bearer token when given) and returns the parsed answer.
+    private func post(_ path: String, _ body: JSONValue, token: String?) async throws -> JSONValue {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        guard let url = URL(string: text + path) else { throw SwitchboardError(.invalidArgument, "bad node URL \(text)") }
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json")
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        let response = try await http.send(HTTPRequest(method: .post, url: url, headers: headers,
+                                                       body: Data(body.serialized.utf8), timeout: .seconds(30)))
+        guard response.isSuccess, let json = JSONValue.parseOrNil(response.body) else {
+            throw SwitchboardError(.transport, "\(path) failed: HTTP \(response.status) "
+                                   + String(decoding: response.body.prefix(300), as: UTF8.self))
+        }
+        return json
+    }
+}
+
+extension XMTPHarness {
+    /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
+    public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
+        (injector as? XMTPFaultInjector)?.faults
+    }
+}
+
+/// The kit's fault controls mapped onto the adapters' transport faults (refusals are emulated by the adapter,
+/// since the node cannot read the encrypted payloads to refuse them).
+struct XMTPFaultInjector: FaultInjector {
+    /// The shared faults.
+    let faults: AdapterFaults
+
+    /// Fails the next `count` publishes before they reach the node.
+    func failNextPublishes(_ count: Int) async { faults.failNextPublishes(count) }
+    /// Sends the next `count` publishes but reports their responses as lost.
+    func loseNextPublishResponses(_ count: Int) async { faults.loseNextPublishResponses(count) }
+    /// Delays every publish.
+    func setPublishDelay(_ delay: Duration) async { faults.setPublishDelay(delay) }
+    /// Cuts every live subscription (they reconnect on their own).
+    func dropLiveStreams() async { faults.dropLiveStreams() }
+    /// Delivers every live event twice.
+    func setDuplicateDeliveries(_ isOn: Bool) async { faults.setDuplicateDeliveries(isOn) }
+    /// Delivers live events in swapped pairs.
+    func setOutOfOrderDelivery(_ isOn: Bool) async { faults.setOutOfOrderDelivery(isOn) }
+    /// Has the adapters refuse edits.
+    func setRefuseEdits(_ isOn: Bool) async { faults.setRefuseEdits(isOn) }
+    /// Has the adapters refuse deletes.
+    func setRefuseDeletes(_ isOn: Bool) async { faults.setRefuseDeletes(isOn) }
+    /// Fails uploads of files with this name.
+    func setFailingUpload(named filename: String?) async { faults.setFailingUpload(named: filename) }
+    /// Cuts a user's adapters off the node, or restores them.
+    func setOffline(_ user: UserID, _ isOffline: Bool) async { faults.setOffline(user, isOffline) }
+    /// Clears every fault.
+    func reset() async { faults.reset() }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardNet
+
+/// One conversation's live subscription: `subscribe-group-messages` read line by line, each envelope stored and
+/// reported as a change. Reconnects forever with capped jittered backoff, resuming after the last sequence it
+/// saw; honours `AdapterFaults` (drops, offline users, duplicated or reordered deliveries).
+actor XMTPLiveStream {
+    /// The adapter whose node client and database the stream uses.
+    private let adapter: XMTPAdapter
+    private let conversation: ConversationID
+    private let faults: AdapterFaults?
+    private let continuation: AsyncStream<AdapterEvent>.Continuation
+    private var task: Task<Void, Never>?
+    private var current: HTTPLineStream?
+    private var dropObserver: UUID?
+    /// The last sequence seen (nil before the first connect).
+    private var cursor: UInt64?
+    private var seen = Set<UInt64>()
+    private var seenOrder: [UInt64] = []
+    private var held: AdapterEvent?
+    private var isStopped = false
+
+    /// The most sequences remembered for deduplication.
+    private static let seenLimit = 4096
+
+    /// A stream for `conversation` through `adapter`, yielding into `continuation`.
+    init(adapter: XMTPAdapter, conversation: ConversationID, faults: AdapterFaults?,
+         continuation: AsyncStream<AdapterEvent>.Continuation) {
+        self.adapter = adapter
+        self.conversation = conversation
+        self.faults = faults
+        self.continuation = continuation
+    }
+
+    /// Starts the connect loop (and listens for injected drops).
+    func start() {
+        guard !isStopped, task == nil else { return }
+        if let faults {
+            dropObserver = faults.addDropObserver { [weak self] in Task { await self?.cut() } }
+        }
+        task = Task { await self.run() }
+    }
+
+    /// Stops reconnecting and closes the subscription.
+    func stop() {
+        isStopped = true
+        if let dropObserver { faults?.removeObserver(dropObserver) }
+        dropObserver = nil
+        task?.cancel()
+        task = nil
+        current?.cancel()
+        current = nil
+    }
+
+    /// Cuts the open subscription (an injected fault); the loop notices and reconnects.
+    private func cut() {
+        guard let current else { return }
+        faults?.recordCut()
+        current.cancel()
+        self.current = nil
+    }
+
+    /// The connect loop: subscribe, read lines until the stream ends or is cut, back off, repeat.
+    private func run() async {
+        var failures = 0
+        var wasConnected = false
+        while !Task.isCancelled && !isStopped {
+            var reason = "stream ended"
+            if faults?.isOffline(adapter.localUser) == true {
+                reason = "offline"
+            } else {
+                do {
+                    let group = try adapter.groupID(conversation)
+                    if cursor == nil {
+                        let newest = try await adapter.node.query(groupID: group, ascending: false, cursor: 0, limit: 1)
+                        cursor = newest.first?.sequence ?? 0
+                    }
+                    let stream = try await adapter.node.subscribe(groupID: group, cursor: cursor ?? 0)
+                    if isStopped || Task.isCancelled {
+                        stream.cancel()
+                        return
+                    }
+                    current = stream
+                    wasConnected = true
+                    failures = 0
+                    continuation.yield(.connection(.connected))
+                    for try await line in stream {
+                        if line.isEmpty { continue }
+                        guard let json = JSONValue.parseOrNil(line) else { continue }
+                        guard let result = json["result"] else {
+                            reason = json["error"]?["message"]?.stringValue ?? json["message"]?.stringValue ?? "stream error"
+                            break
+                        }
+                        guard let envelope = XMTPNodeEnvelope(json: result) else { continue }
+                        cursor = max(cursor ?? 0, envelope.sequence)
+                        guard remember(envelope.sequence) else { continue }
+                        do {
+                            for change in try adapter.ingest([envelope], in: conversation) { deliver(.change(change)) }
+                        } catch {
+                            reason = "storing an envelope failed: \(error)"
+                            break
+                        }
+                    }
+                } catch {
+                    reason = String(describing: error)
+                }
+                current?.cancel()
+                current = nil
+            }
+            if isStopped || Task.isCancelled { return }
+            if wasConnected {
+                flushHeld()
+                continuation.yield(.connection(.disconnected(reason: reason)))
+                wasConnected = false
+            }
+            failures += 1
+            let base = min(2.0, 0.05 * pow(2.0, Double(min(failures - 1, 6))))
+            let delay = base * Double.random(in: 0.5...1.0)
+            try? await Task.sleep(for: .seconds(delay))
+        }
+    }
+
+    /// Records a sequence; false when it was already delivered by this stream.
+    private func remember(_ sequence: UInt64) -> Bool {
+        guard seen.insert(sequence).inserted else { return false }
+        seenOrder.append(sequence)
+        if seenOrder.count > Self.seenLimit {
+            seen.remove(seenOrder.removeFirst())
+        }
+        return true
+    }
+
+    /// Yields a change, applying the duplicate / reorder faults when set.
+    private func deliver(_ event: AdapterEvent) {
+        if faults?.reordersDeliveries == true {
+            if let first = held {
+                held = nil
+                continuation.yield(event)
+                continuation.yield(first)
+            } else {
+                held = event
+            }
+            return
+        }
+        flushHeld()
+        continuation.yield(event)
+        if faults?.duplicatesDeliveries == true { continuation.yield(event) }
+    }
+
+    /// Yields the event held back by the reorder fault, if any.
+    private func flushHeld() {
+        if let first = held {
+            held = nil
+            continuation.yield(first)
+        }
+    }
+}

@@ -1,0 +1,338 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardSQLite
+
+/// libxmtp's `DeliveryStatus` of a `group_messages` row.
+enum XMTPDeliveryStatus: Int64, Sendable {
+    /// Prepared locally, not (yet) seen on the network.
+    case unpublished = 1
+    /// Read back from the network.
+    case published = 2
+    /// Publishing gave up after the attempt limit (a later publish resets it).
+    case failed = 3
+}
+
+/// libxmtp's `IntentState` of a `group_intents` row.
+enum XMTPIntentState: Int64, Sendable {
+    /// Waiting to be sent.
+    case toPublish = 1
+    /// Sent; not yet read back.
+    case published = 2
+    /// Gave up (the message is `Failed`).
+    case error = 4
+    /// Read back from the network (matched by payload hash).
+    case processed = 5
+}
+
+/// One `group_messages` row: every envelope seen or prepared (content, reactions, edits, deletes, receipts).
+struct XMTPMessageRow: Sendable, Hashable {
+    /// The derived message ID (lowercase hex).
+    var id: String
+    /// The group ID (lowercase hex).
+    var groupID: String
+    /// The `EncodedContent` bytes (`decrypted_message_bytes`).
+    var content: [UInt8]
+    /// Local time while unpublished, the node's `created_ns` once published.
+    var sentAtNs: Int64
+    /// libxmtp's `GroupMessageKind` (always 1, Application).
+    var kind: Int64 = 1
+    /// The sender's inbox ID.
+    var sender: String
+    /// Where the row stands.
+    var status: XMTPDeliveryStatus
+    /// The content type's ID (`text`, `reply`, `reaction`, ... or `unknown`).
+    var contentType: String
+    /// The message this one points at (reply, reaction, edit, delete target).
+    var referenceID: String?
+    /// The node's sequence once seen.
+    var sequenceID: Int64?
+    /// The idempotency key the sender carried.
+    var idempotencyKey: String
+
+    /// Whether the row is a control message (it changes another message rather than showing itself).
+    var isControl: Bool { XMTPContentKind.controlTypes.contains(contentType) }
+}
+
+/// One `group_intents` row: a sealed envelope waiting to be (re)sent with identical bytes.
+struct XMTPIntentRow: Sendable, Hashable {
+    /// The row ID (send order).
+    var id: Int64
+    /// The group ID (hex).
+    var groupID: String
+    /// Where the intent stands.
+    var state: XMTPIntentState
+    /// The `XMTPGroupEnvelope` bytes, sealed once.
+    var data: [UInt8]
+    /// Lowercase hex SHA-256 of `data`.
+    var payloadHash: String
+    /// How many sends were tried.
+    var publishAttempts: Int64
+    /// The message the envelope carries.
+    var messageID: String
+}
+
+/// Classifies content types the way the adapter folds them.
+enum XMTPContentKind {
+    /// Content types that change another message (never shown as messages themselves).
+    static let controlTypes: Set<String> = ["reaction", "readReceipt", "editMessage", "deleteMessage"]
+}
+
+/// The adapter's own SQLite database, laid out as libxmtp keeps it: `group_messages`, `group_intents`,
+/// `refresh_state`. Every access is serialised by a lock; several adapters may share the file (WAL, busy timeout).
+final class XMTPLocalStore: @unchecked Sendable {
+    /// Serialises every access to the connection.
+    private let lock = NSLock()
+    private let db: SQLiteConnection
+
+    /// Opens (creating) the database at `path` and applies the schema.
+    init(path: String) throws {
+        do {
+            db = try SQLiteConnection(path: path)
+            try db.setBusyTimeout(milliseconds: 10_000)
+            try db.executeScript("""
+                PRAGMA journal_mode=WAL;
+                PRAGMA synchronous=NORMAL;
+                CREATE TABLE IF NOT EXISTS group_messages (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    group_id TEXT NOT NULL,
+                    decrypted_message_bytes BLOB NOT NULL,
+                    sent_at_ns INTEGER NOT NULL,
+                    kind INTEGER NOT NULL,
+                    sender_inbox_id TEXT NOT NULL,
+                    delivery_status INTEGER NOT NULL,
+                    content_type TEXT NOT NULL,
+                    reference_id TEXT,
+                    sequence_id INTEGER,
+                    idempotency_key TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS group_messages_reference ON group_messages (reference_id, content_type);
+                CREATE INDEX IF NOT EXISTS group_messages_sequence ON group_messages (group_id, sequence_id);
+                CREATE TABLE IF NOT EXISTS group_intents (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    group_id TEXT NOT NULL,
+                    state INTEGER NOT NULL,
+                    data BLOB NOT NULL,
+                    payload_hash TEXT NOT NULL UNIQUE,
+                    publish_attempts INTEGER NOT NULL DEFAULT 0,
+                    message_id TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS group_intents_message ON group_intents (message_id);
+                CREATE TABLE IF NOT EXISTS refresh_state (
+                    entity_id TEXT NOT NULL,
+                    entity_kind INTEGER NOT NULL,
+                    cursor INTEGER NOT NULL,
+                    PRIMARY KEY (entity_id, entity_kind));
+                """)
+        } catch {
+            throw SwitchboardError(.storage, "cannot open the XMTP adapter database at \(path): \(error)")
+        }
+    }
+
+    /// Runs `body` with the connection under the lock, mapping SQLite failures to `storage` errors.
+    private func with<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do {
+            return try body(db)
+        } catch let error as SwitchboardError {
+            throw error
+        } catch {
+            throw SwitchboardError(.storage, "XMTP adapter database: \(error)", retryable: true)
+        }
+    }
+
+    /// Runs `body` in one immediate transaction.
+    func transaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try with { db in
+            try db.executeScript("BEGIN IMMEDIATE")
+            do {
+                let value = try body(db)
+                try db.executeScript("COMMIT")
+                return value
+            } catch {
+                try? db.executeScript("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    // MARK: group_messages
+
+    /// The `group_messages` columns in row order.
+    private static let columns = """
+        id, group_id, decrypted_message_bytes, sent_at_ns, kind, sender_inbox_id, delivery_status, content_type,
+        reference_id, sequence_id, idempotency_key
+        """
+
+    /// Decodes a `group_messages` row.
+    private static func row(_ statement: SQLiteStatement) -> XMTPMessageRow {
+        XMTPMessageRow(id: statement.string(at: 0), groupID: statement.string(at: 1),
+                       content: [UInt8](statement.data(at: 2)), sentAtNs: statement.int64(at: 3), kind: statement.int64(at: 4),
+                       sender: statement.string(at: 5),
+                       status: XMTPDeliveryStatus(rawValue: statement.int64(at: 6)) ?? .unpublished,
+                       contentType: statement.string(at: 7), referenceID: statement.optionalString(at: 8),
+                       sequenceID: statement.optionalInt64(at: 9), idempotencyKey: statement.string(at: 10))
+    }
+
+    /// The row with this ID.
+    func message(_ id: String) throws -> XMTPMessageRow? {
+        try with { db in try Self.message(id, db) }
+    }
+
+    /// The row with this ID on an already locked connection.
+    private static func message(_ id: String, _ db: SQLiteConnection) throws -> XMTPMessageRow? {
+        try db.queryFirst("SELECT \(columns) FROM group_messages WHERE id = ?", [id], row)
+    }
+
+    /// Inserts a locally prepared row unless one with its ID exists; returns the stored row.
+    func insertPrepared(_ row: XMTPMessageRow) throws -> XMTPMessageRow {
+        try with { db in
+            try db.execute("""
+                INSERT OR IGNORE INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender, row.status.rawValue,
+                      row.contentType, row.referenceID, row.sequenceID, row.idempotencyKey])
+            return try Self.message(row.id, db) ?? row
+        }
+    }
+
+    /// Stores an envelope read from the network: insert-or-ignore by ID; a row not yet published becomes
+    /// Published with the node's time and sequence; the earliest sequence wins for duplicates. Intents whose
+    /// payload hash matches are Processed. Returns the stored row.
+    func storeReceived(_ row: XMTPMessageRow, payloadHash: String) throws -> XMTPMessageRow {
+        try transaction { db in
+            try db.execute("""
+                INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET
+                    delivery_status = 2,
+                    sent_at_ns = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
+                                        OR excluded.sequence_id < group_messages.sequence_id
+                                      THEN excluded.sent_at_ns ELSE group_messages.sent_at_ns END,
+                    sequence_id = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
+                                         OR excluded.sequence_id < group_messages.sequence_id
+                                       THEN excluded.sequence_id ELSE group_messages.sequence_id END
+                """, [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender,
+                      XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID, row.sequenceID,
+                      row.idempotencyKey])
+            try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ? OR message_id = ?",
+                           [XMTPIntentState.processed.rawValue, payloadHash, row.id])
+            return try Self.message(row.id, db) ?? row
+        }
+    }
+
+    /// Sets a row's delivery status.
+    func setStatus(_ id: String, _ status: XMTPDeliveryStatus) throws {
+        try with { db in
+            try db.execute("UPDATE group_messages SET delivery_status = ? WHERE id = ? AND delivery_status != 2",
+                           [status.rawValue, id])
+        }
+    }
+
+    /// libxmtp's `deleteMessageLocally`: removes the row and its intents.
+    func deleteLocally(_ id: String) throws {
+        try transaction { db in
+            try db.execute("DELETE FROM group_intents WHERE message_id = ?", [id])
+            try db.execute("DELETE FROM group_messages WHERE id = ?", [id])
+        }
+    }
+
+    /// Published control rows pointing at `id` (edits, deletes, reactions), in sequence order.
+    func references(to id: String) throws -> [XMTPMessageRow] {
+        try with { db in
+            try db.query("""
+                SELECT \(Self.columns) FROM group_messages
+                WHERE reference_id = ? AND content_type IN ('editMessage', 'deleteMessage', 'reaction') AND delivery_status = 2
+                ORDER BY sequence_id, id
+                """, [id], Self.row)
+        }
+    }
+
+    /// The latest content message before `sequence` whose sender is not `sender` (a read receipt's target).
+    func latestContent(before sequence: Int64, in groupID: String, notFrom sender: String) throws -> XMTPMessageRow? {
+        try with { db in
+            try db.queryFirst("""
+                SELECT \(Self.columns) FROM group_messages
+                WHERE group_id = ? AND sequence_id < ? AND sender_inbox_id != ? AND delivery_status = 2
+                  AND content_type NOT IN ('editMessage', 'deleteMessage', 'reaction', 'readReceipt')
+                ORDER BY sequence_id DESC LIMIT 1
+                """, [groupID, sequence, sender], Self.row)
+        }
+    }
+
+    /// Every row of a group (tests and diagnostics), by sequence then ID.
+    func allMessages(in groupID: String) throws -> [XMTPMessageRow] {
+        try with { db in
+            try db.query("SELECT \(Self.columns) FROM group_messages WHERE group_id = ? ORDER BY sequence_id, id", [groupID], Self.row)
+        }
+    }
+
+    // MARK: group_intents
+
+    /// Decodes a `group_intents` row.
+    private static func intent(_ statement: SQLiteStatement) -> XMTPIntentRow {
+        XMTPIntentRow(id: statement.int64(at: 0), groupID: statement.string(at: 1),
+                      state: XMTPIntentState(rawValue: statement.int64(at: 2)) ?? .toPublish,
+                      data: [UInt8](statement.data(at: 3)), payloadHash: statement.string(at: 4),
+                      publishAttempts: statement.int64(at: 5), messageID: statement.string(at: 6))
+    }
+
+    /// The newest intent of a message.
+    func intent(for messageID: String) throws -> XMTPIntentRow? {
+        try with { db in
+            try db.queryFirst("""
+                SELECT id, group_id, state, data, payload_hash, publish_attempts, message_id FROM group_intents
+                WHERE message_id = ? ORDER BY id DESC LIMIT 1
+                """, [messageID], Self.intent)
+        }
+    }
+
+    /// Queued intents of a group in send order (libxmtp's `publishMessages`).
+    func queuedIntents(in groupID: String) throws -> [XMTPIntentRow] {
+        try with { db in
+            try db.query("""
+                SELECT id, group_id, state, data, payload_hash, publish_attempts, message_id FROM group_intents
+                WHERE group_id = ? AND state IN (1, 2) ORDER BY id
+                """, [groupID], Self.intent)
+        }
+    }
+
+    /// Adds an intent (ToPublish) for a sealed envelope; returns it.
+    func insertIntent(groupID: String, data: [UInt8], messageID: String) throws -> XMTPIntentRow {
+        let hash = Digest.sha256Hex(data)
+        return try with { db in
+            try db.execute("""
+                INSERT OR IGNORE INTO group_intents (group_id, state, data, payload_hash, publish_attempts, message_id)
+                VALUES (?, 1, ?, ?, 0, ?)
+                """, [groupID, Data(data), hash, messageID])
+            return try db.queryFirst("""
+                SELECT id, group_id, state, data, payload_hash, publish_attempts, message_id FROM group_intents
+                WHERE payload_hash = ?
+                """, [hash], Self.intent)!
+        }
+    }
+
+    /// Updates an intent's state and attempt count.
+    func updateIntent(_ id: Int64, state: XMTPIntentState, attempts: Int64) throws {
+        try with { db in
+            try db.execute("UPDATE group_intents SET state = ?, publish_attempts = ? WHERE id = ? AND state != 5",
+                           [state.rawValue, attempts, id])
+        }
+    }
+
+    // MARK: refresh_state
+
+    /// The group's sync cursor (the last sequence processed contiguously from the start).
+    func refreshCursor(_ groupID: String) throws -> Int64 {
+        try with { db in
+            try db.queryFirst("SELECT cursor FROM refresh_state WHERE entity_id = ? AND entity_kind = 1", [groupID]) {
+                $0.int64(at: 0)
+            } ?? 0
+        }
+    }
+
+    /// Moves the cursor to `to` when a contiguous run processed after `from` covers it (never backwards).
+    func advanceRefreshCursor(_ groupID: String, from: Int64, to: Int64) throws {
+        try with { db in
+            try db.execute("INSERT OR IGNORE INTO refresh_state (entity_id, entity_kind, cursor) VALUES (?, 1, 0)", [groupID])
+            try db.execute("UPDATE refresh_state SET cursor = ? WHERE entity_id = ? AND entity_kind = 1 AND cursor >= ? AND cursor < ?",
+                           [to, groupID, from, to])
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardNet
+
+/// One envelope as the node returns it from a query or a subscription (`GroupMessage.v1`).
+struct XMTPNodeEnvelope: Sendable, Hashable {
+    /// The node's sequence (the cursor).
+    var sequence: UInt64
+    /// The node's receive time in nanoseconds.
+    var createdNs: UInt64
+    /// The group's 16-byte ID.
+    var groupID: [UInt8]
+    /// The `XMTPGroupEnvelope` bytes.
+    var data: [UInt8]
+
+    /// Parses `{"v1":{"id","created_ns","group_id","data",..}}`; nil when a field is missing or malformed.
+    init?(json: JSONValue) {
+        guard let v1 = json["v1"], let id = v1["id"]?.stringValue.flatMap({ UInt64($0) }),
+              let created = v1["created_ns"]?.stringValue.flatMap({ UInt64($0) }),
+              let group = v1["group_id"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+              let data = v1["data"]?.stringValue.flatMap({ Data(base64Encoded: $0) }) else { return nil }
+        sequence = id
+        createdNs = created
+        groupID = [UInt8](group)
+        self.data = [UInt8](data)
+    }
+}
+
+/// The node's answer to a presign request.
+struct XMTPPresignedUpload: Sendable, Hashable {
+    /// Where to `PUT` the bytes (no authorization).
+    var uploadURL: URL
+    /// Where anyone can `GET` them afterwards.
+    var downloadURL: String
+}
+
+/// The adapter's HTTP client for the XMTP-like node: the MLS API's JSON gateway, uploads, error mapping.
+final class XMTPNodeClient: Sendable {
+    /// The node's base URL.
+    let baseURL: URL
+    /// The bearer token of the local inbox.
+    let token: String
+    /// The shared HTTP client.
+    let http: HTTPClient
+
+    /// A client for the node at `baseURL` authenticating with `token`.
+    init(baseURL: URL, token: String, http: HTTPClient) {
+        self.baseURL = baseURL
+        self.token = token
+        self.http = http
+    }
+
+    /// The URL of `path` below the base.
+    func url(_ path: String) -> URL {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return URL(string: text + path) ?? baseURL
+    }
+
+    /// A JSON `POST` to `path` with the bearer token.
+    func request(_ path: String, body: JSONValue, timeout: Duration? = .seconds(30)) -> HTTPRequest {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json")
+        headers.add("Authorization", "Bearer \(token)")
+        return HTTPRequest(method: .post, url: url(path), headers: headers, body: Data(body.serialized.utf8), timeout: timeout)
+    }
+
+    /// Posts `body` to `path` and returns the parsed JSON answer; non-2xx answers become `SwitchboardError`s.
+    func post(_ path: String, _ body: JSONValue) async throws -> JSONValue {
+        let response: HTTPResponse
+        do {
+            response = try await http.send(request(path, body: body))
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw SwitchboardError(.transport, "request to the XMTP node failed: \(error)", retryable: true)
+        }
+        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body) }
+        guard let json = JSONValue.parseOrNil(response.body) else {
+            throw SwitchboardError(.transport, "the XMTP node answered \(path) with invalid JSON", retryable: true)
+        }
+        return json
+    }
+
+    /// `send-group-messages` with one envelope.
+    func send(envelope: [UInt8], shouldPush: Bool) async throws {
+        let message: JSONValue = ["v1": ["data": .string(Data(envelope).base64EncodedString()),
+                                         "sender_hmac": .string(""), "should_push": .bool(shouldPush)]]
+        _ = try await post("/mls/v1/send-group-messages", ["messages": [message]])
+    }
+
+    /// One `query-group-messages` page.
+    func query(groupID: [UInt8], ascending: Bool, cursor: UInt64, limit: Int) async throws -> [XMTPNodeEnvelope] {
+        let body: JSONValue = [
+            "group_id": .string(Data(groupID).base64EncodedString()),
+            "paging_info": ["direction": .string(ascending ? "DIRECTION_ASCENDING" : "DIRECTION_DESCENDING"),
+                            "limit": .int(Int64(max(1, min(limit, 100)))), "id_cursor": .string(String(cursor))],
+        ]
+        let json = try await post("/mls/v1/query-group-messages", body)
+        return (json["messages"]?.arrayValue ?? []).compactMap(XMTPNodeEnvelope.init(json:))
+    }
+
+    /// Opens `subscribe-group-messages` for one group after `cursor`; the stream yields one JSON object a line.
+    func subscribe(groupID: [UInt8], cursor: UInt64) async throws -> HTTPLineStream {
+        let body: JSONValue = ["filters": [["group_id": .string(Data(groupID).base64EncodedString()),
+                                            "id_cursor": .string(String(cursor))]]]
+        let stream = try await http.lines(request("/mls/v1/subscribe-group-messages", body: body, timeout: nil))
+        guard stream.isSuccess else {
+            stream.cancel()
+            throw SwitchboardError(.transport, "subscribe answered HTTP \(stream.status)", retryable: stream.status >= 500 || stream.status == 429)
+        }
+        return stream
+    }
+
+    /// `POST /upload/v1/presign` for a payload with this digest and length.
+    func presign(digest: String, length: Int) async throws -> XMTPPresignedUpload {
+        let json = try await post("/upload/v1/presign", ["content_digest": .string(digest), "content_length": .string(String(length))])
+        guard let upload = json["upload_url"]?.stringValue.flatMap(URL.init(string:)),
+              let download = json["download_url"]?.stringValue else {
+            throw SwitchboardError(.transport, "presign answer lacks upload_url or download_url", retryable: true)
+        }
+        return XMTPPresignedUpload(uploadURL: upload, downloadURL: download)
+    }
+
+    /// `PUT`s the encrypted payload to a presigned URL, reporting progress.
+    func put(_ url: URL, body: Data, progress: @escaping @Sendable (Double) -> Void) async throws {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/octet-stream")
+        let response: HTTPResponse
+        do {
+            response = try await http.upload(HTTPRequest(method: .put, url: url, headers: headers, timeout: .seconds(120)),
+                                             body: body, progress: progress)
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw SwitchboardError(.transport, "upload failed: \(error)", retryable: true)
+        }
+        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body) }
+    }
+
+    /// `GET`s a download URL (public, no token).
+    func get(_ url: URL) async throws -> Data {
+        let response: HTTPResponse
+        do {
+            response = try await http.send(HTTPRequest(method: .get, url: url, timeout: .seconds(120)))
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw SwitchboardError(.transport, "download failed: \(error)", retryable: true)
+        }
+        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body) }
+        return response.body
+    }
+
+    /// The core error for a failed node answer (`{"code","message","details"}`).
+    static func error(status: Int, body: Data) -> SwitchboardError {
+        let json = JSONValue.parseOrNil(body)
+        let message = json?["message"]?.stringValue ?? String(decoding: body.prefix(200), as: UTF8.self)
+        let text = "XMTP node HTTP \(status): \(message)"
+        switch status {
+        case 401: return SwitchboardError(.unauthorized, text)
+        case 403: return SwitchboardError(.refused, text)
+        case 404: return SwitchboardError(.notFound, text)
+        case 409: return SwitchboardError(.conflict, text)
+        case 413: return SwitchboardError(.contentTooLarge, text)
+        case 429: return SwitchboardError(.transport, text, retryable: true)
+        case 400..<500: return SwitchboardError(.invalidArgument, text)
+        default: return SwitchboardError(.transport, text, retryable: true)
+        }
+    }
+}

@@ -1,4 +1,0 @@
-import Testing
-
-/// PLACEHOLDER: replaced by real tests.
-@Test func placeholder() {}
