@@ -21,13 +21,23 @@ $(VENV)/.installed: Makefile
 build: deps
 	$(SWIFT) build
 
-## The whole suite: unit, store contract, engine (including the SIGKILL crash test), conformance, the
-## Supabase-like server with the official clients. The network suites run in a second process of their own,
-## because their leak checks count the process's threads and descriptors.
+## The whole suite: unit, store contract, engine (including the SIGKILL crash test), conformance, bridge, the
+## Supabase-like server with the official clients, the XMTP-like node, codecs and adapter. Each group runs in a
+## process of its own so the timing-sensitive engine tests do not compete with the servers for two cores; the
+## network suites run alone because their leak checks count the process's threads and descriptors.
+TEST_ENV := SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python
+TEST_GROUPS := \
+	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardBridgeTests|SwitchboardNetTests)\.' \
+	'^(SupabaseProtocolTests|SupabaseServerTests|SupabaseAdapterTests)\.' \
+	'^(XMTPCodecTests|XMTPCryptoTests|XMTPNodeTests|XMTPAdapterTests)\.'
 test: deps
 	$(SWIFT) build --build-tests
-	SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python $(SWIFT) test --skip-build --skip NetworkSuites
-	SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python SWITCHBOARD_ISOLATED=1 $(SWIFT) test --skip-build --filter NetworkSuites
+	@for group in $(TEST_GROUPS); do \
+		echo "== swift test --filter $$group"; \
+		$(TEST_ENV) $(SWIFT) test --skip-build --filter "$$group" --skip NetworkSuites || exit 1; \
+	done
+	@echo "== swift test --filter NetworkSuites (isolated)"
+	$(TEST_ENV) SWITCHBOARD_ISOLATED=1 $(SWIFT) test --skip-build --filter NetworkSuites
 
 ## Runs the engine on the in-memory backend and prints a readable timeline.
 demo: deps

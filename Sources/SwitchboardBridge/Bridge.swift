@@ -1,0 +1,315 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+
+/// Relays one conversation pair in both directions, exactly once in effect, through crashes and restarts.
+///
+/// For every change on one side the bridge did not itself cause: resolve it to a `MessageID` (the key it
+/// carries, the ID map, or the deterministic derivation), then on the other side `prepare(noSend: true)` under
+/// that key, record the mapping, `publish`. Because the key is the idempotency key everywhere, a re-run after a
+/// kill republishes harmlessly. A change whose message is already mapped on the other side is an echo or an
+/// update (edit, delete); reactions and receipts follow the map, and wait in the persisted queue when their
+/// target is not bridged yet. Each side's change cursor advances only after its batch is fully bridged.
+public actor Bridge {
+    /// The two sides.
+    public let a: BridgeSide
+    /// The two sides.
+    public let b: BridgeSide
+    private let store: any Store
+    private let configuration: BridgeConfiguration
+    private var stats = BridgeStats()
+    private var wake: AsyncStream<Void>.Continuation?
+    private var liveTasks: [Task<Void, Never>] = []
+
+    /// A bridge between `a` and `b` keeping its map, cursors and queue in `store`.
+    public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) throws {
+        guard a.backend != b.backend else {
+            throw SwitchboardError(.invalidArgument, "both sides use backend ID \(a.backend); give each side its own")
+        }
+        self.a = a
+        self.b = b
+        self.store = store
+        self.configuration = configuration
+    }
+
+    /// Counts so far.
+    public var currentStats: BridgeStats {
+        var copy = stats
+        copy.waiting = (try? store.read { try $0.allPendingOperations().count }) ?? copy.waiting
+        return copy
+    }
+
+    /// Bridges everything both sides hold after their stored cursors, until neither has more; returns the counts.
+    @discardableResult
+    public func catchUp() async throws -> BridgeStats {
+        while true {
+            let movedA = try await pass(from: a, to: b)
+            let movedB = try await pass(from: b, to: a)
+            if !movedA && !movedB { break }
+        }
+        stats.lastError = nil
+        stats.lastSuccess = Date()
+        return currentStats
+    }
+
+    /// Runs until the task is cancelled: live events (and a poll) trigger catch-up passes; errors back off and
+    /// retry without dropping anything; typing is forwarded live.
+    public func run() async {
+        let (signals, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        wake = continuation
+        startLive(from: a, to: b)
+        startLive(from: b, to: a)
+        let poller = Task { [configuration] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: configuration.pollInterval)
+                continuation.yield()
+            }
+        }
+        defer {
+            poller.cancel()
+            for task in liveTasks { task.cancel() }
+            liveTasks = []
+        }
+        var delay = configuration.retryBase
+        continuation.yield()
+        for await _ in signals {
+            if Task.isCancelled { break }
+            do {
+                try await catchUp()
+                delay = configuration.retryBase
+            } catch {
+                stats.lastError = String(describing: error)
+                configuration.log("bridge pass failed (retrying in \(delay)): \(error)")
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, configuration.retryCap)
+                continuation.yield()
+            }
+        }
+    }
+
+    private func startLive(from source: BridgeSide, to target: BridgeSide) {
+        let stream = source.adapter.liveEvents(in: source.conversation)
+        liveTasks.append(Task { [weak self] in
+            for await event in stream {
+                guard let self else { return }
+                await self.live(event, from: source, to: target)
+            }
+        })
+    }
+
+    private func live(_ event: AdapterEvent, from source: BridgeSide, to target: BridgeSide) async {
+        switch event {
+        case .typing(_, let user, let isTyping):
+            guard user != source.adapter.localUser, let typing = target.adapter as? any TypingAdapter else { return }
+            try? await typing.sendTyping(isTyping, in: target.conversation)
+        case .change, .connection(.connected):
+            wake?.yield()
+        case .connection(.disconnected):
+            return
+        }
+    }
+
+    // MARK: - One pass
+
+    /// Bridges one page of `source`'s changes; returns whether anything was read.
+    private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> Bool {
+        let cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
+        let batch = try await source.adapter.changes(in: source.conversation, after: cursor, limit: configuration.batchSize)
+        for change in batch.changes {
+            try await bridge(change, from: source, to: target)
+        }
+        if batch.cursor != cursor {
+            try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
+        }
+        return !batch.changes.isEmpty || batch.hasMore
+    }
+
+    private func bridge(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide) async throws {
+        switch change {
+        case .message(let message):
+            try await bridgeMessage(message, from: source, to: target)
+        case .reaction(let reaction):
+            guard reaction.user != source.adapter.localUser else { return }
+            try await bridgeReaction(reaction, from: source, to: target)
+        case .receipt(let receipt):
+            guard receipt.user != source.adapter.localUser else { return }
+            try await bridgeReceipt(receipt, from: source, to: target)
+        }
+    }
+
+    /// The `MessageID` of a source message: its key, else the map, else the derivation.
+    private func resolve(_ remote: RemoteID, key: MessageID?, on side: BridgeSide) throws -> MessageID {
+        if let key { return key }
+        if let mapped = try store.read({ try $0.messageID(backend: side.backend, remoteID: remote) }) { return mapped }
+        return MessageID.derived(backend: side.backend, remote: remote)
+    }
+
+    /// Records a mapping unless the same one exists.
+    private func record(_ id: MessageID, _ remote: RemoteID, on side: BridgeSide) throws {
+        try store.write { tx in
+            if try tx.remoteID(of: id, backend: side.backend, part: 0) == remote { return }
+            try tx.insertMapping(IDMapping(messageID: id, backend: side.backend, conversation: side.conversation, remoteID: remote))
+        }
+    }
+
+    private func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) async throws {
+        let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
+        try record(id, message.remoteID, on: source)
+        // Bridged means mapped on the target AND remembered: the mapping of a prepared message is recorded
+        // before its publish, so a mapping alone may belong to a publish that failed or was cut short.
+        let bridged = try store.read { tx -> RemoteID? in
+            guard let remote = try tx.remoteID(of: id, backend: target.backend, part: 0), try tx.message(id) != nil else { return nil }
+            return remote
+        }
+        if let bridged {
+            try await applyUpdates(message, id: id, remote: bridged, from: source, to: target)
+            return
+        }
+        if message.sender == source.adapter.localUser {
+            // Our own publish whose origin mapping is gone cannot be re-bridged without looping; log it.
+            configuration.log("skipping \(source.name) message \(message.remoteID) sent by the bridge's own account")
+            return
+        }
+        if message.deletedAt != nil {
+            try remember(message, id: id, deleted: true)
+            return
+        }
+        var replyTo: RemoteID?
+        var metadata = message.metadata
+        if let reply = message.replyTo {
+            let replyID = try store.read { try $0.messageID(backend: source.backend, remoteID: reply) }
+            let targetBackend = target.backend
+            replyTo = try replyID.flatMap { original in
+                try store.read { try $0.remoteID(of: original, backend: targetBackend, part: 0) }
+            }
+            if replyTo == nil { metadata["bridge.replyTo"] = reply.rawValue }
+        }
+        metadata["bridge.sender"] = message.sender.rawValue
+        metadata["bridge.sentAt"] = String(TimelinePosition.micros(message.sentAt))
+        metadata["bridge.origin"] = "\(source.backend):\(message.remoteID)"
+        let attachments = try await rehost(message.attachments, from: source, to: target)
+        let outgoing = OutgoingMessage(id: id, conversation: target.conversation, sender: target.adapter.localUser,
+                                       text: message.text.isEmpty && attachments.isEmpty ? "(empty message)" : message.text,
+                                       replyTo: replyTo, attachments: attachments, metadata: metadata, createdAt: message.sentAt)
+        let prepared = try await target.adapter.prepare(outgoing, noSend: true)
+        if let remote = prepared.remoteID { try record(id, remote, on: target) }
+        let receipt = try await target.adapter.publish(prepared)
+        if let remote = receipt.remoteID ?? prepared.remoteID { try record(id, remote, on: target) }
+        try remember(message, id: id, deleted: false)
+        if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
+        try await flushWaiting(for: id, on: target)
+    }
+
+    /// Applies an edit or delete of an already bridged message on the other side (once).
+    private func applyUpdates(_ message: RemoteMessage, id: MessageID, remote: RemoteID, from source: BridgeSide,
+                              to target: BridgeSide) async throws {
+        guard message.sender != source.adapter.localUser else { return }
+        let known = try store.read { try $0.message(id) }
+        if message.deletedAt != nil, known?.deletedAt == nil {
+            if let deleting = target.adapter as? any DeletingAdapter {
+                try await deleting.delete(remote, in: target.conversation)
+                stats.updates += 1
+            }
+            try remember(message, id: id, deleted: true)
+            return
+        }
+        if message.deletedAt == nil, let known, known.deletedAt == nil, known.content.text != message.text {
+            if let editing = target.adapter as? any EditingAdapter {
+                try await editing.edit(remote, in: target.conversation, text: message.text)
+                stats.updates += 1
+            }
+            try remember(message, id: id, deleted: false)
+        } else if known == nil {
+            try remember(message, id: id, deleted: message.deletedAt != nil)
+        }
+    }
+
+    /// Keeps the last bridged text and deletion of a message, so an edit is applied once.
+    private func remember(_ message: RemoteMessage, id: MessageID, deleted: Bool) throws {
+        let row = Message(id: id, conversation: ConversationID("bridge:\(a.conversation)|\(b.conversation)"),
+                          sender: message.sender, content: MessageContent(text: message.text), timestamp: message.sentAt,
+                          hasServerTimestamp: true, editedAt: message.editedAt,
+                          deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: .received, isOutgoing: false)
+        try store.write { try $0.upsertMessage(row) }
+    }
+
+    /// Downloads each attachment from the source and uploads it to the target, checking the digest.
+    private func rehost(_ attachments: [Attachment], from source: BridgeSide, to target: BridgeSide) async throws -> [Attachment] {
+        guard !attachments.isEmpty else { return [] }
+        guard let downloader = source.adapter as? any UploadingAdapter, let uploader = target.adapter as? any UploadingAdapter else {
+            return []
+        }
+        var hosted: [Attachment] = []
+        for attachment in attachments where attachment.remoteLocation != nil {
+            let data = try await downloader.download(attachment)
+            let digest = Digest.sha256Hex(data)
+            if !attachment.sha256.isEmpty, digest != attachment.sha256 {
+                throw SwitchboardError(.storage, "attachment \(attachment.filename): digest mismatch while re-hosting")
+            }
+            var fresh = Attachment(id: attachment.id, filename: attachment.filename, mimeType: attachment.mimeType,
+                                   byteCount: Int64(data.count), sha256: digest)
+            fresh = try await uploader.upload(fresh, data: data, in: target.conversation, progress: { _ in })
+            hosted.append(fresh)
+        }
+        return hosted
+    }
+
+    // MARK: - Reactions, receipts and the waiting queue
+
+    private struct WaitingOperation: Codable {
+        var kind: String
+        var symbol: String?
+        var isActive: Bool?
+        var receipt: String?
+    }
+
+    private func bridgeReaction(_ reaction: RemoteReaction, from source: BridgeSide, to target: BridgeSide) async throws {
+        let id = try resolve(reaction.target, key: nil, on: source)
+        let operation = WaitingOperation(kind: "reaction", symbol: reaction.symbol, isActive: reaction.isActive)
+        try await apply(operation, to: id, on: target)
+    }
+
+    private func bridgeReceipt(_ receipt: RemoteReceipt, from source: BridgeSide, to target: BridgeSide) async throws {
+        let id = try resolve(receipt.target, key: nil, on: source)
+        try await apply(WaitingOperation(kind: "receipt", receipt: receipt.state.rawValue), to: id, on: target)
+    }
+
+    /// Applies an operation on the target when its message is mapped there, else queues it.
+    private func apply(_ operation: WaitingOperation, to id: MessageID, on target: BridgeSide) async throws {
+        guard let remote = try store.read({ try $0.remoteID(of: id, backend: target.backend, part: 0) }) else {
+            let payload = try JSONEncoder().encode(operation)
+            try store.write { tx in
+                _ = try tx.enqueuePending(PendingOperation(waitKey: Self.waitKey(id, target), kind: operation.kind,
+                                                           payload: payload, createdAt: Date()))
+            }
+            return
+        }
+        switch operation.kind {
+        case "reaction":
+            guard let reacting = target.adapter as? any ReactingAdapter, let symbol = operation.symbol else { return }
+            try await reacting.setReaction(symbol, isActive: operation.isActive ?? true, on: remote, in: target.conversation)
+        case "receipt":
+            guard let receipts = target.adapter as? any ReceiptAdapter,
+                  let state = operation.receipt.flatMap(ReceiptState.init(rawValue:)) else { return }
+            try await receipts.sendReceipt(state, for: remote, in: target.conversation)
+        default:
+            return
+        }
+        stats.updates += 1
+    }
+
+    /// Runs the operations that waited for `id` to be bridged to `target`.
+    private func flushWaiting(for id: MessageID, on target: BridgeSide) async throws {
+        let waiting = try store.read { try $0.pendingOperations(waitingOn: Self.waitKey(id, target)) }
+        for entry in waiting {
+            if let operation = try? JSONDecoder().decode(WaitingOperation.self, from: entry.payload) {
+                try await apply(operation, to: id, on: target)
+            }
+            try store.write { try $0.removePending(entry.id) }
+        }
+    }
+
+    private static func waitKey(_ id: MessageID, _ target: BridgeSide) -> String {
+        "bridge:\(target.backend):\(id)"
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import SwitchboardCore
+
+/// One end of a bridged conversation pair: an adapter signed in as the bridge's account and a conversation.
+public struct BridgeSide: Sendable {
+    /// A short name for logs and status lines (for example `xmtp` or `supabase`).
+    public var name: String
+    /// The adapter, signed in as the bridge's own account on that backend.
+    public var adapter: any ChatAdapter
+    /// The conversation on that backend.
+    public var conversation: ConversationID
+
+    /// A side from its parts.
+    public init(name: String, adapter: any ChatAdapter, conversation: ConversationID) {
+        self.name = name
+        self.adapter = adapter
+        self.conversation = conversation
+    }
+
+    /// The backend's ID in mappings.
+    var backend: BackendID { adapter.backend }
+}
+
+/// Tunables of a bridge.
+public struct BridgeConfiguration: Sendable {
+    /// Changes read per delta-sync page.
+    public var batchSize = 200
+    /// How often each side is polled even without live events.
+    public var pollInterval: Duration = .seconds(2)
+    /// First retry delay after an error.
+    public var retryBase: Duration = .milliseconds(200)
+    /// Longest retry delay.
+    public var retryCap: Duration = .seconds(10)
+    /// Where log lines go (never secrets).
+    public var log: @Sendable (String) -> Void = { _ in }
+
+    /// Defaults.
+    public init() {}
+}
+
+/// What a bridge has done so far (counted from its own work; the demo counts from the backends instead).
+public struct BridgeStats: Sendable, Hashable {
+    /// Messages published A → B.
+    public var messagesAToB = 0
+    /// Messages published B → A.
+    public var messagesBToA = 0
+    /// Edits, deletes, reactions and receipts applied on the other side.
+    public var updates = 0
+    /// Operations waiting for their target to be bridged.
+    public var waiting = 0
+    /// The last error, if the latest pass failed.
+    public var lastError: String?
+    /// When the last pass finished without error.
+    public var lastSuccess: Date?
+
+    /// Zero counts.
+    public init() {}
+}

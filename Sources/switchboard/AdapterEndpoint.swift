@@ -1,0 +1,145 @@
+import Foundation
+import SupabaseAdapter
+import SwitchboardCore
+import SwitchboardNet
+import XMTPAdapter
+
+/// One side of a bridge or migration as the config file (or `--from`/`--to` JSON) names it, with credentials.
+///
+/// ```json
+/// {"adapter": "supabase", "url": "http://127.0.0.1:54321", "conversation": "<uuid>",
+///  "apiKey": "env:SB_ANON_KEY", "accessToken": "env:SB_BRIDGE_TOKEN", "user": "bridge"}
+/// {"adapter": "xmtp", "url": "http://127.0.0.1:5556", "conversation": "<32 hex: group id>",
+///  "inbox": "bridge", "token": "env:XMTP_TOKEN", "groupSecret": "env:XMTP_GROUP_SECRET",
+///  "database": "bridge-xmtp.sqlite"}
+/// ```
+/// Any string value may be `env:NAME` to read it from the environment, so secrets stay out of files and
+/// command lines. Errors name the field (`pairs[0].a.url: ...`).
+struct AdapterEndpoint: Sendable {
+    /// `supabase` or `xmtp`.
+    var adapter: String
+    /// The server's base URL.
+    var url: URL
+    /// The conversation on that backend.
+    var conversation: ConversationID
+    /// The account the adapter signs in as.
+    var user: UserID
+    /// Every other field, resolved (env: values read).
+    var fields: [String: String]
+
+    /// Parses one endpoint object; `path` prefixes error messages.
+    static func parse(_ json: JSONValue, path: String, baseDirectory: URL) throws -> AdapterEndpoint {
+        guard let object = json.objectValue else { throw ConfigError(path, "must be an object") }
+        var fields: [String: String] = [:]
+        for (key, value) in object {
+            guard let text = value.stringValue else { throw ConfigError("\(path).\(key)", "must be a string") }
+            fields[key] = try resolve(text, path: "\(path).\(key)")
+        }
+        func required(_ key: String) throws -> String {
+            guard let value = fields[key], !value.isEmpty else { throw ConfigError("\(path).\(key)", "is required") }
+            return value
+        }
+        let adapter = try required("adapter")
+        guard ["supabase", "xmtp"].contains(adapter) else {
+            throw ConfigError("\(path).adapter", "must be supabase or xmtp (got \(adapter))")
+        }
+        let urlText = try required("url")
+        guard let url = URL(string: urlText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ConfigError("\(path).url", "must be an http(s) URL (got \(urlText))")
+        }
+        let conversation = try required("conversation")
+        switch adapter {
+        case "supabase":
+            guard UUID(uuidString: conversation) != nil else { throw ConfigError("\(path).conversation", "must be a UUID") }
+            _ = try required("apiKey")
+            _ = try required("accessToken")
+        default:
+            guard conversation.count == 32, Hex.decode(conversation) != nil else {
+                throw ConfigError("\(path).conversation", "must be the group ID as 32 hex digits")
+            }
+            _ = try required("token")
+            guard let secret = Hex.decode(try required("groupSecret")), secret.count == 32 else {
+                throw ConfigError("\(path).groupSecret", "must be 64 hex digits (32 bytes)")
+            }
+            let database = try required("database")
+            fields["database"] = database.hasPrefix("/") ? database : baseDirectory.appendingPathComponent(database).path
+        }
+        let user = fields["user"] ?? fields["inbox"] ?? ""
+        guard !user.isEmpty else { throw ConfigError("\(path).\(adapter == "xmtp" ? "inbox" : "user")", "is required") }
+        return AdapterEndpoint(adapter: adapter, url: url, conversation: ConversationID(conversation.lowercased()),
+                               user: UserID(user), fields: fields)
+    }
+
+    /// Parses `--from`/`--to`: inline JSON or the path of a JSON file holding one endpoint object.
+    static func parseArgument(_ text: String, option: String) throws -> AdapterEndpoint {
+        let json: JSONValue
+        let base: URL
+        if text.hasPrefix("{") {
+            json = try parseJSON(text, path: option)
+            base = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        } else {
+            guard let data = FileManager.default.contents(atPath: text) else { throw ConfigError(option, "cannot read \(text)") }
+            json = try parseJSON(String(decoding: data, as: UTF8.self), path: option)
+            base = URL(fileURLWithPath: text).deletingLastPathComponent()
+        }
+        return try parse(json, path: option, baseDirectory: base)
+    }
+
+    /// Parses JSON text, naming `path` in the error.
+    static func parseJSON(_ text: String, path: String) throws -> JSONValue {
+        do {
+            return try JSONValue.parse(text)
+        } catch {
+            throw ConfigError(path, "is not valid JSON: \(error)")
+        }
+    }
+
+    /// `env:NAME` → the variable's value; anything else as is.
+    static func resolve(_ text: String, path: String) throws -> String {
+        guard text.hasPrefix("env:") else { return text }
+        let name = String(text.dropFirst(4))
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+            throw ConfigError(path, "names environment variable \(name), which is not set")
+        }
+        return value
+    }
+
+    /// The adapter this endpoint describes, signed in as `user`.
+    func makeAdapter(http: HTTPClient) throws -> any ChatAdapter {
+        switch adapter {
+        case "supabase":
+            var configuration = SupabaseAdapter.Configuration(baseURL: url, apiKey: fields["apiKey"] ?? "",
+                                                              accessToken: fields["accessToken"] ?? "", localUser: user)
+            if let backend = fields["backend"] { configuration.backend = BackendID(backend) }
+            return SupabaseAdapter(configuration: configuration, http: http)
+        default:
+            let secret = Hex.decode(fields["groupSecret"] ?? "") ?? []
+            let group = conversation
+            var configuration = XMTPAdapter.Configuration(baseURL: url, inboxID: user, token: fields["token"] ?? "",
+                                                          databasePath: fields["database"] ?? "",
+                                                          groupSecret: { id in
+                                                              guard id == group else {
+                                                                  throw SwitchboardError(.unknownConversation, "no secret for group \(id)")
+                                                              }
+                                                              return secret
+                                                          })
+            if let backend = fields["backend"] { configuration.backend = BackendID(backend) }
+            return try XMTPAdapter(configuration: configuration, http: http)
+        }
+    }
+}
+
+/// A configuration mistake, naming the field.
+struct ConfigError: Error, CustomStringConvertible {
+    /// The field path, e.g. `pairs[0].a.url`.
+    let field: String
+    /// What is wrong with it.
+    let problem: String
+    /// An error for `field`.
+    init(_ field: String, _ problem: String) {
+        self.field = field
+        self.problem = problem
+    }
+    /// `field: problem`.
+    var description: String { "\(field): \(problem)" }
+}

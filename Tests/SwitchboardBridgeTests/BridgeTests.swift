@@ -1,0 +1,202 @@
+import Foundation
+import MemoryAdapter
+import SwitchboardBridge
+import SwitchboardCore
+import SwitchboardStore
+import Synchronization
+import Testing
+
+/// The bridge between two in-process backends of different ID schemes.
+@Suite("Bridge between two memory backends")
+struct BridgeTests {
+    /// Two backends, a conversation on each with one human and the bridge's account, and a bridge over a store.
+    struct Pair {
+        let left: MemoryBackend
+        let right: MemoryBackend
+        let alice: MemoryAdapter
+        let bob: MemoryAdapter
+        let store: SQLiteStore
+        let directory: URL
+
+        init(rightScheme: IDScheme = .serverAssigned) throws {
+            left = try MemoryBackend(scheme: .clientAssigned, backendID: "left")
+            right = try MemoryBackend(scheme: rightScheme, backendID: "right")
+            try left.createConversation("room-left", members: ["alice", "bridge"])
+            try right.createConversation("room-right", members: ["bob", "bridge"])
+            alice = left.makeAdapter(for: "alice")
+            bob = right.makeAdapter(for: "bob")
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("bridge-test-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            store = try SQLiteStore(path: directory.appendingPathComponent("bridge.sqlite").path)
+        }
+
+        /// A bridge over the pair's store (a new one models a restart).
+        func bridge() throws -> Bridge {
+            try Bridge(a: BridgeSide(name: "left", adapter: left.makeAdapter(for: "bridge"), conversation: "room-left"),
+                       b: BridgeSide(name: "right", adapter: right.makeAdapter(for: "bridge"), conversation: "room-right"),
+                       store: store)
+        }
+
+        /// Every message a backend holds in its room, oldest first, read through a fresh adapter's history.
+        func messages(_ backend: MemoryBackend, _ room: ConversationID, as user: UserID) async throws -> [RemoteMessage] {
+            let adapter = backend.makeAdapter(for: user)
+            var all: [RemoteMessage] = []
+            var cursor: Cursor?
+            repeat {
+                let page = try await adapter.history(in: room, before: cursor, limit: 100)
+                all = page.messages + all
+                cursor = page.olderCursor
+            } while cursor != nil
+            return all
+        }
+
+        func remove() {
+            store.close()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    private func send(_ adapter: MemoryAdapter, _ text: String, in room: ConversationID, replyTo: RemoteID? = nil) async throws -> RemoteID {
+        let prepared = try await adapter.prepare(OutgoingMessage(id: .make(), conversation: room, sender: adapter.localUser,
+                                                                 text: text, replyTo: replyTo, createdAt: Date()), noSend: false)
+        return try #require(try await adapter.publish(prepared).remoteID)
+    }
+
+    @Test("messages cross both ways exactly once; echoes stop; a second pass and a restarted bridge add nothing")
+    func bothWaysOnce() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        for index in 0..<3 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
+        for index in 0..<2 { _ = try await send(pair.bob, "bob \(index)", in: "room-right") }
+        let bridge = try pair.bridge()
+        let stats = try await bridge.catchUp()
+        #expect(stats.messagesAToB == 3 && stats.messagesBToA == 2)
+        try await bridge.catchUp()
+        try await pair.bridge().catchUp()
+        let left = try await pair.messages(pair.left, "room-left", as: "alice")
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(left.count == 5, "left holds \(left.map(\.text))")
+        #expect(right.count == 5, "right holds \(right.map(\.text))")
+        #expect(Set(left.map(\.text)) == Set(right.map(\.text)))
+        let copy = try #require(right.first { $0.text == "alice 0" })
+        #expect(copy.sender == "bridge")
+        #expect(copy.metadata["bridge.sender"] == "alice")
+        #expect(copy.metadata["bridge.origin"]?.hasPrefix("left:") == true)
+    }
+
+    @Test("edits, deletes, reactions and receipts follow the map to the right counterpart; replies keep their target")
+    func updatesFollowTheMap() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let first = try await send(pair.alice, "first", in: "room-left")
+        let second = try await send(pair.alice, "second", in: "room-left")
+        let bridge = try pair.bridge()
+        try await bridge.catchUp()
+        try await pair.alice.edit(first, in: "room-left", text: "first (edited)")
+        try await pair.alice.delete(second, in: "room-left")
+        try await bridge.catchUp()
+        var right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.first { $0.metadata["bridge.origin"] == "left:\(first)" }?.text == "first (edited)")
+        #expect(right.first { $0.metadata["bridge.origin"] == "left:\(second)" }?.deletedAt != nil)
+
+        let copyOfFirst = try #require(right.first { $0.metadata["bridge.origin"] == "left:\(first)" }?.remoteID)
+        try await pair.bob.setReaction("👍", isActive: true, on: copyOfFirst, in: "room-right")
+        try await pair.bob.sendReceipt(.read, for: copyOfFirst, in: "room-right")
+        _ = try await send(pair.bob, "a reply", in: "room-right", replyTo: copyOfFirst)
+        try await bridge.catchUp()
+        let page = try await pair.left.makeAdapter(for: "alice").history(in: "room-left", before: nil, limit: 50)
+        #expect(page.reactions.contains { $0.target == first && $0.symbol == "👍" && $0.user == "bridge" && $0.isActive })
+        #expect(page.receipts.contains { $0.target == first && $0.state == .read && $0.user == "bridge" })
+        #expect(page.messages.first { $0.text == "a reply" }?.replyTo == first)
+        // Nothing echoes back: the right side still has exactly the bridged copies plus bob's reply.
+        right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.count == 3)
+    }
+
+    @Test("a publish whose response is lost is retried under the same key: one copy on the other side")
+    func lostResponse() async throws {
+        let pair = try Pair(rightScheme: .contentDerived)
+        defer { pair.remove() }
+        for index in 0..<4 { _ = try await send(pair.alice, "m\(index)", in: "room-left") }
+        pair.right.faults.loseNextPublishResponses(1)
+        let bridge = try pair.bridge()
+        await #expect(throws: (any Error).self) { try await bridge.catchUp() }
+        try await pair.bridge().catchUp()
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.map(\.text) == ["m0", "m1", "m2", "m3"])
+    }
+
+    @Test("a reaction on a message not bridged yet waits in the store and is applied once its target crosses")
+    func waitingReaction() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let original = try await send(pair.bob, "target", in: "room-right")
+        try await pair.bob.setReaction("🎉", isActive: true, on: original, in: "room-right")
+        pair.left.faults.failNextPublishes(1)
+        let bridge = try pair.bridge()
+        await #expect(throws: (any Error).self) { try await bridge.catchUp() }
+        try await bridge.catchUp()
+        let page = try await pair.left.makeAdapter(for: "alice").history(in: "room-left", before: nil, limit: 10)
+        let copy = try #require(page.messages.first { $0.text == "target" })
+        #expect(page.reactions.contains { $0.target == copy.remoteID && $0.symbol == "🎉" })
+        #expect(await bridge.currentStats.waiting == 0)
+    }
+
+    @Test("running live: messages sent while the bridge runs cross within moments, typing is forwarded, cancel stops it")
+    func runsLive() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let bridge = try pair.bridge()
+        let running = Task { await bridge.run() }
+        let typing = pair.right.makeAdapter(for: "bob").liveEvents(in: "room-right")
+        for index in 0..<10 {
+            _ = try await send(pair.alice, "live \(index)", in: "room-left")
+            _ = try await send(pair.bob, "reply \(index)", in: "room-right")
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        var counts = (0, 0)
+        while ContinuousClock.now < deadline {
+            counts = (try await pair.messages(pair.left, "room-left", as: "alice").count,
+                      try await pair.messages(pair.right, "room-right", as: "bob").count)
+            if counts == (20, 20) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(counts == (20, 20))
+        // Typing is ephemeral: keep typing until bob's live stream (subscribed asynchronously) shows the bridge typing.
+        let seen = SeenFlag()
+        let watcher = Task {
+            for await event in typing {
+                if case .typing(_, "bridge", true) = event { seen.set(); return }
+            }
+        }
+        let typingDeadline = ContinuousClock.now + .seconds(10)
+        while !seen.value, ContinuousClock.now < typingDeadline {
+            try await pair.alice.sendTyping(true, in: "room-left")
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        watcher.cancel()
+        let sawTyping = seen.value
+        #expect(sawTyping)
+        running.cancel()
+        await running.value
+    }
+
+    @Test("both sides on one backend ID are refused with a clear error")
+    func sameBackendRefused() throws {
+        let backend = try MemoryBackend(scheme: .clientAssigned)
+        let store = try SQLiteStore(path: ":memory:")
+        #expect(throws: SwitchboardError.self) {
+            _ = try Bridge(a: BridgeSide(name: "x", adapter: backend.makeAdapter(for: "b"), conversation: "r1"),
+                           b: BridgeSide(name: "y", adapter: backend.makeAdapter(for: "b"), conversation: "r2"), store: store)
+        }
+    }
+}
+
+/// A flag set from another task.
+final class SeenFlag: Sendable {
+    private let state = Mutex(false)
+    /// Sets the flag.
+    func set() { state.withLock { $0 = true } }
+    /// Whether it is set.
+    var value: Bool { state.withLock { $0 } }
+}
