@@ -39,12 +39,35 @@ public actor Bridge {
         return copy
     }
 
-    /// Bridges everything both sides hold after their stored cursors, until neither has more; returns the counts.
+    /// Which way a catch-up copies.
+    public enum Direction: Sendable {
+        /// Both ways (the bridge).
+        case both
+        /// Only from `a` to `b` (a migration).
+        case aToB
+    }
+
+    /// What became of one source message during a pass (for a migration's report).
+    public enum Outcome: Sendable, Hashable {
+        /// Published on the other side now.
+        case copied(MessageID)
+        /// Already bridged by an earlier run.
+        case alreadyPresent(MessageID)
+        /// Deleted before it was copied; nothing to show on the other side.
+        case skippedDeleted(MessageID)
+    }
+
+    private var observer: (@Sendable (Outcome) -> Void)?
+
+    /// Bridges everything after the stored cursors, until no side has more; `observer` hears each source
+    /// message's outcome. Returns the counts.
     @discardableResult
-    public func catchUp() async throws -> BridgeStats {
+    public func catchUp(_ direction: Direction = .both, observer: (@Sendable (Outcome) -> Void)? = nil) async throws -> BridgeStats {
+        self.observer = observer
+        defer { self.observer = nil }
         while true {
             let movedA = try await pass(from: a, to: b)
-            let movedB = try await pass(from: b, to: a)
+            let movedB = direction == .both ? try await pass(from: b, to: a) : false
             if !movedA && !movedB { break }
         }
         stats.lastError = nil
@@ -162,6 +185,7 @@ public actor Bridge {
             return remote
         }
         if let bridged {
+            if message.sender != source.adapter.localUser { observer?(.alreadyPresent(id)) }
             try await applyUpdates(message, id: id, remote: bridged, from: source, to: target)
             return
         }
@@ -172,6 +196,7 @@ public actor Bridge {
         }
         if message.deletedAt != nil {
             try remember(message, id: id, deleted: true)
+            observer?(.skippedDeleted(id))
             return
         }
         var replyTo: RemoteID?
@@ -197,6 +222,7 @@ public actor Bridge {
         if let remote = receipt.remoteID ?? prepared.remoteID { try record(id, remote, on: target) }
         try remember(message, id: id, deleted: false)
         if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
+        observer?(.copied(id))
         try await flushWaiting(for: id, on: target)
     }
 
