@@ -27,9 +27,10 @@ build: deps
 ## network suites run alone because their leak checks count the process's threads and descriptors.
 TEST_ENV := SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python
 TEST_GROUPS := \
-	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardBridgeTests|SwitchboardNetTests)\.' \
+	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests)\.' \
 	'^(SupabaseProtocolTests|SupabaseServerTests|SupabaseAdapterTests)\.' \
-	'^(XMTPCodecTests|XMTPCryptoTests|XMTPNodeTests|XMTPAdapterTests)\.'
+	'^(XMTPCodecTests|XMTPCryptoTests|XMTPNodeTests|XMTPAdapterTests)\.' \
+	'^SwitchboardBridgeTests\.'
 test: deps
 	$(SWIFT) build --build-tests
 	@for group in $(TEST_GROUPS); do \
@@ -39,7 +40,9 @@ test: deps
 	@echo "== swift test --filter NetworkSuites (isolated)"
 	$(TEST_ENV) SWITCHBOARD_ISOLATED=1 $(SWIFT) test --skip-build --filter NetworkSuites
 
-## Runs the engine on the in-memory backend and prints a readable timeline.
+## Both reference servers on loopback, bridged; the bridge is SIGKILLed mid-burst and restarted; prints both
+## timelines side by side, the ID map and a summary counted from the backends. (`switchboard demo --memory`
+## runs the engine-only demo on the in-memory backend.)
 demo: deps
 	$(SWIFT) build --product switchboard
 	@$(BIN) demo

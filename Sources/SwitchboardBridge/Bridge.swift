@@ -20,6 +20,7 @@ public actor Bridge {
     private var stats = BridgeStats()
     private var wake: AsyncStream<Void>.Continuation?
     private var liveTasks: [Task<Void, Never>] = []
+    private var stopping = false
 
     /// A bridge between `a` and `b` keeping its map, cursors and queue in `store`.
     public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) throws {
@@ -30,6 +31,13 @@ public actor Bridge {
         self.b = b
         self.store = store
         self.configuration = configuration
+    }
+
+    /// Asks the bridge to stop: a pass in progress finishes the change it is bridging and ends there (its
+    /// cursor stays put, so the rest of the page is bridged by the next run), and `run()` returns. Idempotent.
+    public func stop() {
+        stopping = true
+        wake?.yield()
     }
 
     /// Counts so far.
@@ -68,6 +76,7 @@ public actor Bridge {
         while true {
             let movedA = try await pass(from: a, to: b)
             let movedB = direction == .both ? try await pass(from: b, to: a) : false
+            if stopping { return currentStats }
             if !movedA && !movedB { break }
         }
         stats.lastError = nil
@@ -96,17 +105,25 @@ public actor Bridge {
         var delay = configuration.retryBase
         continuation.yield()
         for await _ in signals {
-            if Task.isCancelled { break }
+            if Task.isCancelled || stopping { break }
             do {
                 try await catchUp()
                 delay = configuration.retryBase
             } catch {
                 stats.lastError = String(describing: error)
                 configuration.log("bridge pass failed (retrying in \(delay)): \(error)")
-                try? await Task.sleep(for: delay)
+                await pause(delay)
                 delay = min(delay * 2, configuration.retryCap)
                 continuation.yield()
             }
+        }
+    }
+
+    /// Sleeps for `delay`, waking early when `stop()` is called.
+    private func pause(_ delay: Duration) async {
+        let deadline = ContinuousClock.now + delay
+        while !stopping, !Task.isCancelled, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: min(.milliseconds(100), deadline - ContinuousClock.now))
         }
     }
 
@@ -139,6 +156,7 @@ public actor Bridge {
         let cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
         let batch = try await source.adapter.changes(in: source.conversation, after: cursor, limit: configuration.batchSize)
         for change in batch.changes {
+            if stopping { return false }
             try await bridge(change, from: source, to: target)
         }
         if batch.cursor != cursor {
@@ -222,6 +240,7 @@ public actor Bridge {
         if let remote = receipt.remoteID ?? prepared.remoteID { try record(id, remote, on: target) }
         try remember(message, id: id, deleted: false)
         if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
+        stats.lag = max(0, Date().timeIntervalSince(message.sentAt))
         observer?(.copied(id))
         try await flushWaiting(for: id, on: target)
     }

@@ -52,6 +52,8 @@ public struct BridgeStats: Sendable, Hashable {
     public var lastError: String?
     /// When the last pass finished without error.
     public var lastSuccess: Date?
+    /// Seconds from the source message's send time to its copy's publish, for the latest message bridged.
+    public var lag: TimeInterval?
 
     /// Zero counts.
     public init() {}

@@ -313,6 +313,19 @@ extension ChatAdapter {
 
     /// Nothing to forget by default: the engine's outbox held the prepared message.
     public func discard(_ prepared: PreparedMessage) async throws {}
+
+    /// Every message of a conversation, oldest first, paging `history` back to the beginning (for checks and
+    /// reports; a client pages on demand instead).
+    public func allMessages(in conversation: ConversationID, pageSize: Int = 100) async throws -> [RemoteMessage] {
+        var pages: [[RemoteMessage]] = []
+        var cursor: Cursor?
+        repeat {
+            let page = try await history(in: conversation, before: cursor, limit: pageSize)
+            pages.append(page.messages)
+            cursor = page.olderCursor
+        } while cursor != nil
+        return pages.reversed().flatMap { $0 }
+    }
 }
 
 /// An adapter that can edit a published message's text.

@@ -99,6 +99,38 @@ enum CommandLineTool {
           --database-url URL      keep messages, groups and tokens in this PostgreSQL database instead
           --verbose               log to standard error
 
+      bridge                    Bridge the conversation pairs of a JSON config between two adapters, both ways,
+                                exactly once in effect; each pair runs under a lease in the store, so several
+                                workers can share a PostgreSQL store and take over a dead worker's pairs.
+                                Prints a status line per pair every statusEverySeconds; SIGTERM/SIGINT finish
+                                the changes in flight, release the leases and exit 0.
+          --config FILE           the config (store, worker, leaseSeconds, statusEverySeconds, pairs); see README
+          --catch-up-only         take the leases, sync each pair once, print the status, exit (1 if a pair failed)
+          --verbose               log every skipped change too (to standard error)
+
+      migrate                   Copy one conversation's history from one backend to another, oldest to newest,
+                                page by page, checkpointed in a store (re-running resumes and adds nothing; each
+                                message keeps its MessageID as the idempotency key on the target). A progress bar
+                                with rate and ETA on a terminal, plain lines otherwise; then a final report.
+          --from ENDPOINT         the source: endpoint JSON inline or a JSON file, e.g.
+                                  {"adapter":"xmtp","url":"http://127.0.0.1:5556","conversation":"<32 hex>",
+                                   "inbox":"migrator","token":"env:XMTP_TOKEN","groupSecret":"env:XMTP_SECRET",
+                                   "database":"migrate-xmtp.sqlite"}
+          --to ENDPOINT           the target, e.g. {"adapter":"supabase","url":"http://127.0.0.1:54321",
+                                   "conversation":"<uuid>","apiKey":"env:SB_ANON_KEY",
+                                   "accessToken":"env:SB_TOKEN","user":"migrator"}
+          --conversation SRC:DST  override both endpoints' conversation IDs
+          --store PATH            SQLite store for the checkpoint and ID map (default ./switchboard-migrate.sqlite)
+          --database-url URL      keep them in PostgreSQL instead
+          --verify                after copying, compare both sides message by message (missing, extra, text
+                                  mismatches); exit 1 on any difference
+          --verify-only           compare without copying
+          --format F              text (default) | json (progress then goes to standard error)
+          --batch-size N          source changes per checkpointed page (default 100)
+          --no-estimate           do not page the source's history first to count it (no total or ETA)
+                                Exit 0 done (and clean), 1 failure or differences, 2 bad option or endpoint
+                                (naming the field), 130/143 stopped by SIGINT/SIGTERM (re-run to resume).
+
       xmtp codec encode         Encode content as libxmtp does; prints the EncodedContent protobuf as hex.
           --type T                text | reply | reaction (2.0) | reaction:1.0 | readReceipt | attachment |
                                   remoteStaticAttachment | multiRemoteStaticAttachment | deleteMessage |
@@ -136,10 +168,14 @@ enum CommandLineTool {
                 return try await ConformanceCommand.run(rest)
             case "burst":
                 return try await BurstCommand.run(rest)
+            case "bridge":
+                return try await BridgeCommand.run(rest)
             case "serve":
                 return try await ServeCommand.run(rest)
             case "xmtp":
                 return try await XMTPCommand.run(rest)
+            case "migrate":
+                return try await MigrateCommand.run(rest)
             default:
                 throw UsageError("unknown command '\(command)'")
             }

@@ -48,8 +48,9 @@ actor TimelinePrinter {
 
 enum DemoCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
-        let arguments = try Arguments(raw, booleanFlags: [])
-        try arguments.check(allowed: ["data-dir"])
+        let arguments = try Arguments(raw, booleanFlags: ["memory"])
+        try arguments.check(allowed: ["data-dir", "memory"])
+        if !arguments.has("memory") { return try await BridgeDemoCommand.run(arguments) }
         let directory = URL(fileURLWithPath: arguments.value("data-dir")
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-demo-\(UUID().uuidString)").path)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

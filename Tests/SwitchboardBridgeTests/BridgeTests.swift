@@ -39,15 +39,7 @@ struct BridgeTests {
 
         /// Every message a backend holds in its room, oldest first, read through a fresh adapter's history.
         func messages(_ backend: MemoryBackend, _ room: ConversationID, as user: UserID) async throws -> [RemoteMessage] {
-            let adapter = backend.makeAdapter(for: user)
-            var all: [RemoteMessage] = []
-            var cursor: Cursor?
-            repeat {
-                let page = try await adapter.history(in: room, before: cursor, limit: 100)
-                all = page.messages + all
-                cursor = page.olderCursor
-            } while cursor != nil
-            return all
+            try await backend.makeAdapter(for: user).allMessages(in: room)
         }
 
         func remove() {

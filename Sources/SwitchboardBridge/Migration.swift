@@ -1,0 +1,363 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardStore
+import Synchronization
+
+/// Tunables of a migration.
+public struct MigrationConfiguration: Sendable {
+    /// Source changes read (and checkpointed) per page.
+    public var batchSize = 100
+    /// Whether `run` first pages the source's history to count its messages (for the progress total and ETA).
+    public var estimateTotal = true
+    /// Attempts of the copy before a run gives up on an error (each retry resumes from the checkpoint).
+    public var maxAttempts = 3
+    /// Delay before the first retry; doubles for each further one.
+    public var retryDelay: Duration = .milliseconds(500)
+    /// How many examples of each difference a verification lists.
+    public var sampleLimit = 10
+    /// History page size when counting or verifying.
+    public var historyPageSize = 100
+    /// Where log lines go (never secrets).
+    public var log: @Sendable (String) -> Void = { _ in }
+
+    /// Defaults.
+    public init() {}
+}
+
+/// How far a migration has come; handed to the progress callback after every source message.
+public struct MigrationProgress: Sendable, Hashable {
+    /// Distinct source messages handled so far, counting those handled by earlier runs.
+    public var processed: Int
+    /// The source's message count when estimated (never below `processed`).
+    public var total: Int?
+    /// Copied by this run.
+    public var copied: Int
+    /// Found already copied (by an earlier run).
+    public var alreadyPresent: Int
+    /// Deleted on the source before they were copied.
+    public var skippedDeleted: Int
+    /// Seconds since this run started copying.
+    public var elapsed: TimeInterval
+    /// Messages handled by this run.
+    public var processedThisRun: Int
+
+    /// Progress from its counts.
+    public init(processed: Int, total: Int?, copied: Int, alreadyPresent: Int, skippedDeleted: Int, elapsed: TimeInterval,
+                processedThisRun: Int) {
+        self.processed = processed
+        self.total = total
+        self.copied = copied
+        self.alreadyPresent = alreadyPresent
+        self.skippedDeleted = skippedDeleted
+        self.elapsed = elapsed
+        self.processedThisRun = processedThisRun
+    }
+
+    /// Messages per second handled by this run.
+    public var rate: Double { elapsed > 0 ? Double(processedThisRun) / elapsed : 0 }
+
+    /// Seconds left at the current rate, when the total is known and the rate is positive.
+    public var eta: TimeInterval? {
+        guard let total, rate > 0 else { return nil }
+        return Double(max(0, total - processed)) / rate
+    }
+
+    /// The fraction done (0...1), when the total is known.
+    public var fraction: Double? {
+        guard let total else { return nil }
+        return total == 0 ? 1 : min(1, Double(processed) / Double(total))
+    }
+}
+
+/// The result of one migration run.
+public struct MigrationReport: Sendable, Hashable {
+    /// How a run ended.
+    public enum Status: String, Sendable, Hashable {
+        /// Everything after the checkpoint was copied.
+        case completed
+        /// Stopped on request (signal or cancellation); re-running resumes from the last checkpoint.
+        case interrupted
+        /// Stopped by an error after the retries; re-running resumes from the last checkpoint.
+        case failed
+    }
+
+    /// How the run ended.
+    public var status: Status
+    /// Copied by this run.
+    public var copied: Int
+    /// Already on the target before this run (copied by an earlier run, or re-read and recognised).
+    public var alreadyPresent: Int
+    /// Deleted on the source before they were copied (nothing to show on the target).
+    public var skippedDeleted: Int
+    /// Source messages not migrated because the run failed (the estimate minus those handled); 0 otherwise.
+    public var failed: Int
+    /// The source's message count as estimated before copying, if it was.
+    public var total: Int?
+    /// Wall-clock seconds of the run (estimate included).
+    public var duration: TimeInterval
+    /// Seconds spent copying (after the estimate).
+    public var copyDuration: TimeInterval
+    /// The last error, when the run failed.
+    public var error: String?
+
+    /// A report from its parts.
+    public init(status: Status, copied: Int, alreadyPresent: Int, skippedDeleted: Int, failed: Int, total: Int?,
+                duration: TimeInterval, copyDuration: TimeInterval, error: String?) {
+        self.status = status
+        self.copied = copied
+        self.alreadyPresent = alreadyPresent
+        self.skippedDeleted = skippedDeleted
+        self.failed = failed
+        self.total = total
+        self.duration = duration
+        self.copyDuration = copyDuration
+        self.error = error
+    }
+
+    /// Messages copied per second of copying.
+    public var rate: Double { copyDuration > 0 ? Double(copied) / copyDuration : 0 }
+}
+
+/// A migration setup or reachability problem found before anything was written.
+public struct MigrationError: Error, Sendable, CustomStringConvertible {
+    /// Which side (`source` or `target`).
+    public var side: String
+    /// What went wrong.
+    public var message: String
+    /// An error about `side`.
+    public init(side: String, _ message: String) {
+        self.side = side
+        self.message = message
+    }
+    /// `side: message`.
+    public var description: String { "\(side): \(message)" }
+}
+
+/// Copies one conversation's history from a source backend to a target, oldest to newest, page by page.
+///
+/// The copy is the bridge's one-way catch-up (`Bridge.catchUp(.aToB)`): each message goes through
+/// `prepare(noSend)` → mapping recorded → `publish` on the target under the source's `MessageID` as the
+/// idempotency key, with the original sender and time as metadata; the source cursor is checkpointed in the
+/// store only after a page is fully copied. A run that is stopped, cancelled or killed at any point resumes
+/// from the last checkpoint, and the re-copied part of a page is recognised (`alreadyPresent`) or, when the
+/// kill fell between publish and bookkeeping, republished harmlessly under the same key.
+public actor Migration {
+    /// Where messages come from.
+    public let source: BridgeSide
+    /// Where they go.
+    public let target: BridgeSide
+    /// Where the checkpoint, the ID map and the ledger live.
+    let store: any Store
+    /// The tunables.
+    let configuration: MigrationConfiguration
+    private var bridge: Bridge?
+    private var stopRequested = false
+
+    /// A migration from `source` to `target` keeping its checkpoint and ID map in `store`.
+    public init(source: BridgeSide, target: BridgeSide, store: any Store,
+                configuration: MigrationConfiguration = MigrationConfiguration()) throws {
+        guard source.backend != target.backend else {
+            throw SwitchboardError(.invalidArgument, "both sides use backend ID \(source.backend); give each side its own")
+        }
+        self.source = source
+        self.target = target
+        self.store = store
+        self.configuration = configuration
+    }
+
+    /// The store conversation where the bridge remembers each handled source message (see `Bridge.remember`).
+    static func ledger(source: ConversationID, target: ConversationID) -> ConversationID {
+        ConversationID("bridge:\(source)|\(target)")
+    }
+
+    /// Asks a running copy to stop after the message in flight; the page's checkpoint stays where it was.
+    public func stop() async {
+        stopRequested = true
+        await bridge?.stop()
+    }
+
+    /// Counts the source's messages (deleted ones included) by paging its whole history, newest page first.
+    public func estimateTotal() async throws -> Int {
+        var count = 0
+        var cursor: Cursor?
+        repeat {
+            try Task.checkCancellation()
+            let page = try await source.adapter.history(in: source.conversation, before: cursor,
+                                                        limit: configuration.historyPageSize)
+            count += page.messages.count
+            cursor = page.olderCursor
+        } while cursor != nil
+        return count
+    }
+
+    /// Copies everything after the checkpoint, calling `progress` after each source message; returns the
+    /// report. Throws `MigrationError` (before writing anything) when a side cannot be reached; errors during
+    /// the copy are retried and then reported in the result, never thrown.
+    public func run(progress: (@Sendable (MigrationProgress) -> Void)? = nil) async throws -> MigrationReport {
+        let started = ContinuousClock.now
+        var total: Int?
+        if configuration.estimateTotal {
+            do {
+                total = try await estimateTotal()
+            } catch {
+                throw MigrationError(side: "source", "cannot read the history of \(source.name) conversation "
+                                     + "\(source.conversation): \(error)")
+            }
+        }
+        do {
+            _ = try await target.adapter.latestCursor(in: target.conversation)
+        } catch {
+            throw MigrationError(side: "target", "cannot reach \(target.name) conversation \(target.conversation): \(error)")
+        }
+        let tally = MigrationTally(total: total, earlier: try earlierOutcomes())
+        let bridge = try Bridge(a: source, b: target, store: store, configuration: bridgeConfiguration())
+        self.bridge = bridge
+        defer { self.bridge = nil }
+        if stopRequested { await bridge.stop() }
+        let copyStarted = ContinuousClock.now
+        tally.start()
+        var status = MigrationReport.Status.completed
+        var lastError: String?
+        var delay = configuration.retryDelay
+        var attempt = 1
+        while true {
+            do {
+                try await bridge.catchUp(.aToB) { outcome in
+                    let snapshot = tally.record(outcome)
+                    progress?(snapshot)
+                }
+                if stopRequested || Task.isCancelled { status = .interrupted }
+                break
+            } catch {
+                if stopRequested || Task.isCancelled || error is CancellationError {
+                    status = .interrupted
+                    break
+                }
+                lastError = String(describing: error)
+                guard attempt < configuration.maxAttempts else {
+                    status = .failed
+                    break
+                }
+                configuration.log("migration page failed (attempt \(attempt) of \(configuration.maxAttempts), "
+                                  + "retrying in \(delay)): \(error)")
+                try? await Task.sleep(for: delay)
+                delay = delay * 2
+                attempt += 1
+            }
+        }
+        let counts = tally.snapshot()
+        let done = counts.processed
+        let failed = status == .failed ? max(1, (counts.total ?? done) - done) : 0
+        return MigrationReport(status: status, copied: counts.copied, alreadyPresent: counts.alreadyPresent,
+                               skippedDeleted: counts.skippedDeleted, failed: failed, total: total,
+                               duration: Self.seconds(ContinuousClock.now - started),
+                               copyDuration: Self.seconds(ContinuousClock.now - copyStarted),
+                               error: status == .failed ? lastError : nil)
+    }
+
+    /// The bridge's tunables for a one-way copy.
+    private func bridgeConfiguration() -> BridgeConfiguration {
+        var bridge = BridgeConfiguration()
+        bridge.batchSize = configuration.batchSize
+        bridge.log = configuration.log
+        return bridge
+    }
+
+    /// The source messages earlier runs handled, split into those on the target and those skipped as deleted.
+    private func earlierOutcomes() throws -> (present: Set<MessageID>, skipped: Set<MessageID>) {
+        let ledger = Self.ledger(source: source.conversation, target: target.conversation)
+        let targetBackend = target.backend
+        return try store.read { tx in
+            var present = Set<MessageID>(), skipped = Set<MessageID>()
+            var position: TimelinePosition?
+            while true {
+                let rows = try tx.messages(in: ledger, before: position, limit: 1000)
+                for row in rows {
+                    if try tx.remoteID(of: row.id, backend: targetBackend, part: 0) != nil {
+                        present.insert(row.id)
+                    } else {
+                        skipped.insert(row.id)
+                    }
+                }
+                guard rows.count == 1000, let last = rows.last else { break }
+                position = last.position
+            }
+            return (present, skipped)
+        }
+    }
+
+    /// A duration in seconds.
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// The distinct outcomes of a run so far, shared between the bridge's observer and the caller.
+final class MigrationTally: Sendable {
+    /// What became of one source message; a later, stronger outcome replaces a weaker one.
+    private enum Kind: Int {
+        case skipped = 1, present, copied
+    }
+
+    /// The counting state (counts kept incrementally: the observer runs once per message).
+    private struct State {
+        var total: Int?
+        var kinds: [MessageID: Kind] = [:]
+        var counts: [Kind: Int] = [.skipped: 0, .present: 0, .copied: 0]
+        var seenThisRun = Set<MessageID>()
+        var started = ContinuousClock.now
+
+        /// Records `kind` for `id` unless a stronger outcome is known.
+        mutating func set(_ id: MessageID, _ kind: Kind) {
+            let old = kinds[id]
+            if let old, old.rawValue >= kind.rawValue { return }
+            if let old { counts[old, default: 0] -= 1 }
+            counts[kind, default: 0] += 1
+            kinds[id] = kind
+        }
+    }
+
+    private let state: Mutex<State>
+
+    /// A tally over an estimated `total`, knowing what earlier runs handled.
+    init(total: Int?, earlier: (present: Set<MessageID>, skipped: Set<MessageID>)) {
+        var initial = State(total: total)
+        for id in earlier.skipped { initial.set(id, .skipped) }
+        for id in earlier.present { initial.set(id, .present) }
+        state = Mutex(initial)
+    }
+
+    /// Restarts the clock for the rate.
+    func start() { state.withLock { $0.started = ContinuousClock.now } }
+
+    /// Counts one outcome (an ID reported again, e.g. for a later edit, counts once) and returns the progress.
+    func record(_ outcome: Bridge.Outcome) -> MigrationProgress {
+        state.withLock { state in
+            switch outcome {
+            case .copied(let id):
+                state.set(id, .copied)
+                state.seenThisRun.insert(id)
+            case .alreadyPresent(let id):
+                state.set(id, .present)
+                state.seenThisRun.insert(id)
+            case .skippedDeleted(let id):
+                state.set(id, .skipped)
+                state.seenThisRun.insert(id)
+            }
+            return Self.progress(state)
+        }
+    }
+
+    /// The progress now.
+    func snapshot() -> MigrationProgress { state.withLock { Self.progress($0) } }
+
+    /// The progress of a state.
+    private static func progress(_ state: State) -> MigrationProgress {
+        let processed = state.kinds.count
+        return MigrationProgress(processed: processed, total: state.total.map { max($0, processed) },
+                                 copied: state.counts[.copied] ?? 0, alreadyPresent: state.counts[.present] ?? 0,
+                                 skippedDeleted: state.counts[.skipped] ?? 0,
+                                 elapsed: Migration.seconds(ContinuousClock.now - state.started),
+                                 processedThisRun: state.seenThisRun.count)
+    }
+}
