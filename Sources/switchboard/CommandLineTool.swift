@@ -146,6 +146,12 @@ enum CommandLineTool {
       xmtp attachment decrypt   Check the digest, decrypt, write the file.
           --in CIPHERTEXT --params JSON|FILE --out FILE
 
+      xmtp send                 Prepare and publish one text message with the XMTP adapter (debugging, and the
+                                child of the kill-between-prepare-and-publish test).
+          --url URL --inbox I --token T --group HEX --secret HEX --database PATH
+          --text T [--hold]       prepare; with --hold print the prepared message and wait to be killed
+          --prepared B            publish what --hold printed (idempotent)
+
       help, --help              Show this text.
 
     Exit status: 0 on success, 1 on failure, 2 on a usage error.

@@ -10,7 +10,8 @@ enum XMTPCommand {
         case "codec": return try XMTPCodecCommand.codec(rest)
         case "message-id": return try XMTPCodecCommand.messageID(rest)
         case "attachment": return try XMTPAttachmentCommand.run(rest)
-        default: throw UsageError("unknown xmtp subcommand '\(sub)' (codec, message-id, attachment)")
+        case "send": return try await XMTPSendCommand.run(rest)
+        default: throw UsageError("unknown xmtp subcommand '\(sub)' (codec, message-id, attachment, send)")
         }
     }
 }
