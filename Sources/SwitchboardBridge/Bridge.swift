@@ -227,6 +227,10 @@ public actor Bridge {
             }
             if replyTo == nil { metadata["bridge.replyTo"] = reply.rawValue }
         }
+        if let unsupported = message.metadata[RemoteMessage.unsupportedContentKey] {
+            configuration.log("bridging \(source.name) message \(message.remoteID) of unsupported content type \(unsupported) "
+                              + "as its fallback text")
+        }
         metadata["bridge.sender"] = message.sender.rawValue
         metadata["bridge.sentAt"] = String(TimelinePosition.micros(message.sentAt))
         metadata["bridge.origin"] = "\(source.backend):\(message.remoteID)"

@@ -156,6 +156,12 @@ public struct RemoteMessage: Sendable, Hashable, Codable {
     }
 }
 
+extension RemoteMessage {
+    /// The metadata key an adapter sets (to the content type) when it shows content it cannot translate as
+    /// fallback text, so bridges and migrations can say so instead of passing it silently.
+    public static let unsupportedContentKey = "switchboard.unsupportedContent"
+}
+
 /// A reaction as a backend reports it; `isActive == false` means it was removed.
 public struct RemoteReaction: Sendable, Hashable, Codable {
     /// Backend ID of the message reacted to.

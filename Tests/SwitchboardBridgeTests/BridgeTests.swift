@@ -173,6 +173,27 @@ struct BridgeTests {
         await running.value
     }
 
+    @Test("content a side could not translate crosses as its fallback text and is logged, not dropped")
+    func unsupportedContentIsLogged() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let prepared = try await pair.alice.prepare(OutgoingMessage(id: .make(), conversation: "room-left", sender: "alice",
+                                                                    text: "Poll: lunch?",
+                                                                    metadata: [RemoteMessage.unsupportedContentKey: "example.com/poll:1.0"],
+                                                                    createdAt: Date()), noSend: false)
+        _ = try await pair.alice.publish(prepared)
+        let lines = LogLines()
+        var configuration = BridgeConfiguration()
+        configuration.log = { lines.append($0) }
+        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
+                                b: BridgeSide(name: "right", adapter: pair.right.makeAdapter(for: "bridge"), conversation: "room-right"),
+                                store: pair.store, configuration: configuration)
+        try await bridge.catchUp()
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.map(\.text) == ["Poll: lunch?"])
+        #expect(lines.all.contains { $0.contains("unsupported content type example.com/poll:1.0") }, "\(lines.all)")
+    }
+
     @Test("both sides on one backend ID are refused with a clear error")
     func sameBackendRefused() throws {
         let backend = try MemoryBackend(scheme: .clientAssigned)
@@ -191,4 +212,13 @@ final class SeenFlag: Sendable {
     func set() { state.withLock { $0 = true } }
     /// Whether it is set.
     var value: Bool { state.withLock { $0 } }
+}
+
+/// Log lines collected from another task.
+final class LogLines: Sendable {
+    private let state = Mutex<[String]>([])
+    /// Adds a line.
+    func append(_ line: String) { state.withLock { $0.append(line) } }
+    /// Every line so far.
+    var all: [String] { state.withLock { $0 } }
 }

@@ -176,7 +176,7 @@ struct XMTPAdapterBehaviourTests {
         }
     }
 
-    @Test("an unknown content type becomes a message showing its fallback")
+    @Test("an unknown content type becomes a message showing its fallback, marked as unsupported")
     func unknownContentShowsFallback() async throws {
         try await withGroup { group in
             let poll = XMTPEncodedContent(type: XMTPContentTypeID(authorityID: "example.com", typeID: "poll", versionMajor: 1, versionMinor: 0),
@@ -190,6 +190,8 @@ struct XMTPAdapterBehaviourTests {
                                                                 groupID: group.groupID, cipher: cipher), as: group.alice)
             let seen = try await history(group, as: group.bob, database: "bob")
             #expect(seen.map(\.text) == ["Poll: lunch?", "Reacted badly"])
+            #expect(seen.first?.metadata[RemoteMessage.unsupportedContentKey] == "example.com/poll:1.0",
+                     "unsupported content is marked so a bridge can log it")
         }
     }
 

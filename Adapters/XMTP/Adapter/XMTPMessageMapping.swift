@@ -202,7 +202,10 @@ enum XMTPMessageMapping {
             view.text = inner.parameters["caption"] ?? ""
             view.attachments = attachments(multi.attachments, identities: inner.parameters[attachmentsParameter])
         default:
-            view.text = inner.fallback ?? encoded.fallback ?? ""
+            // Content this client cannot show: its fallback text, marked so a bridge can log it.
+            let type = inner.type.map { "\($0)" } ?? "unknown"
+            view.metadata[RemoteMessage.unsupportedContentKey] = type
+            view.text = inner.fallback ?? encoded.fallback ?? "[unsupported content: \(type)]"
         }
         return view
     }
