@@ -27,7 +27,7 @@ build: deps
 ## network suites run alone because their leak checks count the process's threads and descriptors.
 TEST_ENV := SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python
 TEST_GROUPS := \
-	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests)\.' \
+	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests|SwitchboardBenchTests)\.' \
 	'^(SupabaseProtocolTests|SupabaseServerTests|SupabaseAdapterTests)\.' \
 	'^(XMTPCodecTests|XMTPCryptoTests|XMTPNodeTests|XMTPAdapterTests)\.' \
 	'^SwitchboardBridgeTests\.'

@@ -66,8 +66,11 @@ let package = Package(
                                          "SwitchboardConformance", "MemoryAdapter", "MemoryConformance",
                                          "SupabaseServer", "SwitchboardPostgres", "SupabaseConformance",
                                          "XMTPCodec", "XMTPCrypto", "XMTPNode", "XMTPAdapter", "XMTPConformance",
-                                         "SupabaseAdapter", "SwitchboardBridge", "SwitchboardPostgresStore"],
+                                         "SupabaseAdapter", "SwitchboardBridge", "SwitchboardPostgresStore", "SwitchboardBench"],
                           path: "Sources/switchboard"),
+        .target(name: "SwitchboardBench",
+                dependencies: ["SwitchboardCore", "SwitchboardStore", "SwitchboardEngine", "SwitchboardSQLite", "MemoryAdapter"],
+                path: "Sources/SwitchboardBench"),
         .target(name: "TestSupport", dependencies: ["SwitchboardCore", "SwitchboardPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "SwitchboardNetTests", dependencies: ["SwitchboardNet", "SwitchboardCore", "TestSupport"],
                     path: "Tests/SwitchboardNetTests",
@@ -115,6 +118,8 @@ let package = Package(
         .testTarget(name: "SwitchboardConformanceTests",
                     dependencies: ["SwitchboardConformance", "MemoryAdapter", "MemoryConformance", "SwitchboardCore"],
                     path: "Tests/SwitchboardConformanceTests"),
+        .testTarget(name: "SwitchboardBenchTests", dependencies: ["SwitchboardBench", "SwitchboardCore"],
+                    path: "Tests/SwitchboardBenchTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -152,6 +152,14 @@ enum CommandLineTool {
           --text T [--hold]       prepare; with --hold print the prepared message and wait to be killed
           --prepared B            publish what --hold printed (idempotent)
 
+      bench SCENARIO            Measure a scenario against a baseline run side by side (build with -c release);
+                                every figure is the median of repeated runs, with min and max.
+                                SCENARIO: send | idmap | dedupe | catchup | memory | all
+                                (supabase, bridge, migrate: not built yet)
+          --quick                 smaller sizes (catchup and memory use 100,000 instead of 1,000,000)
+          --format F              table (default) | json (with command, date and machine)
+          --runs N                runs per figure (default 3 with --quick, else 5)
+
       help, --help              Show this text.
 
     Exit status: 0 on success, 1 on failure, 2 on a usage error.
@@ -182,6 +190,8 @@ enum CommandLineTool {
                 return try await XMTPCommand.run(rest)
             case "migrate":
                 return try await MigrateCommand.run(rest)
+            case "bench":
+                return try await BenchCommand.run(rest)
             default:
                 throw UsageError("unknown command '\(command)'")
             }

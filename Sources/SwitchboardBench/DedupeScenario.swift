@@ -1,0 +1,77 @@
+import Foundation
+import MemoryAdapter
+import SwitchboardCore
+import SwitchboardEngine
+import SwitchboardStore
+
+/// `dedupe`: a ChatClient's live stream delivers every change three times; events/s reconciled, each rendered once.
+enum DedupeScenario {
+    /// Deliveries per change.
+    static let copies = 3
+
+    /// Runs the scenario.
+    static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
+        let count = options.size(quick: 20_000, full: 100_000, floor: 5)
+        var rates: [Double] = [], worstRenders: [Double] = []
+        for _ in 0..<options.runs {
+            let directory = try BenchDirectory("dedupe")
+            defer { directory.remove() }
+            let result = try await reconcile(count: count, store: directory.path("engine.sqlite"))
+            rates.append(Double(count) / result.seconds)
+            worstRenders.append(Double(result.maxRenders))
+        }
+        let note = "\(count) distinct messages per run, each delivered \(copies)× on the live stream "
+            + "(repeats trail by 1 and 2 places); rate counts distinct events (deliveries/s = \(copies)× that)"
+        return ([
+            BenchFigure(scenario: "dedupe", figure: "events reconciled", unit: "events/s", summary: BenchSummary(rates),
+                        goal: .atLeast(200_000), note: note),
+            BenchFigure(scenario: "dedupe", figure: "renders per event (max)", unit: "renders",
+                        summary: BenchSummary(worstRenders), goal: .atMost(1)),
+        ], [])
+    }
+
+    /// Feeds `count` messages × `copies` through the live stream; returns the seconds until the last one rendered
+    /// and the largest number of render events any message caused.
+    static func reconcile(count: Int, store path: String) async throws -> (seconds: Double, maxRenders: Int) {
+        let backend = try MemoryBackend(scheme: .clientAssigned)
+        let conversation: ConversationID = "bench-dedupe"
+        try backend.createConversation(conversation, members: ["alice", "bob"])
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        let adapter = ScriptedAdapter(backend.makeAdapter(for: "alice"))
+        let client = ChatClient(adapter: adapter, store: store)
+        try await client.start()
+        _ = try await client.open(conversation)
+        let base = Date(timeIntervalSince1970: 1_800_000_000)
+        let changes = (0..<count).map { index in
+            AdapterEvent.change(.message(RemoteMessage(
+                remoteID: RemoteID("remote-\(index)"), conversation: conversation, idempotencyKey: nil, sender: "bob",
+                text: "incoming message \(index)", sentAt: base.addingTimeInterval(Double(index) / 1000))))
+        }
+        let deliveries = ScriptedAdapter.duplicated(changes, copies: copies)
+        let events = try await client.events(in: conversation)
+        let consumer = Task { () -> [MessageID: Int] in
+            var renders: [MessageID: Int] = [:]
+            for await sequenced in events {
+                guard let message = sequenced.event.message, message.sender == "bob" else { continue }
+                renders[message.id, default: 0] += 1
+                if renders.count == count && message.content.text == "incoming message \(count - 1)" { break }
+            }
+            return renders
+        }
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(300))
+            consumer.cancel()
+        }
+        let (renders, seconds) = await measure { () async -> [MessageID: Int] in
+            adapter.deliver(deliveries)
+            return await consumer.value
+        }
+        watchdog.cancel()
+        await client.stop()
+        guard renders.count == count else {
+            throw BenchError("only \(renders.count) of \(count) messages rendered (timed out?)")
+        }
+        return (seconds, renders.values.max() ?? 0)
+    }
+}
