@@ -6,7 +6,7 @@ VENV := .venv
 PYTHON_PACKAGES := websockets==15.0.1 supabase==2.34.1 postgrest==2.34.1 realtime==2.34.1 storage3==2.34.1 \
                    xmtp-bindings==0.1.8 cryptography==50.0.2
 
-.PHONY: deps build test demo conformance clean
+.PHONY: deps build test demo conformance bench clean
 
 deps: $(VENV)/.installed
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
@@ -50,6 +50,11 @@ demo: deps
 ## The conformance kit against the memory backend, for each ID scheme.
 conformance: build
 	@for scheme in client content server; do $(BIN) conformance --adapter memory --id-scheme $$scheme || exit 1; done
+
+## Benchmarks in a release build (about 4 minutes); see BENCHMARKS.md.
+bench: deps
+	$(SWIFT) build -c release --product switchboard
+	.build/release/switchboard bench all --quick
 
 clean:
 	rm -rf .build $(VENV)
