@@ -27,8 +27,10 @@ enum ServeCommand {
     private static func serveSupabase(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "jwt-secret", "database-url", "sql", "verbose",
                                     "max-object-size"])
-        guard options.positional.isEmpty else {
-            throw UsageError("unexpected argument '\(options.positional[0])'")
+        // `--sql FILE ...`: further .sql files may follow the first one without repeating the flag.
+        let extraSQL = options.all("sql").isEmpty ? [] : options.positional.filter { $0.hasSuffix(".sql") }
+        if let stray = options.positional.first(where: { !extraSQL.contains($0) }) {
+            throw UsageError("unexpected argument '\(stray)'")
         }
         guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
             throw UsageError("--data-dir DIR is required (the private PostgreSQL cluster and storage live there)")
@@ -45,7 +47,7 @@ enum ServeCommand {
         configuration.port = try port(options.value("port"))
         if let host = options.value("host") { configuration.host = host }
         configuration.databaseURL = options.value("database-url")
-        configuration.extraSQLFiles = try options.all("sql").map { path in
+        configuration.extraSQLFiles = try (options.all("sql") + extraSQL).map { path in
             let url = URL(fileURLWithPath: path)
             guard FileManager.default.isReadableFile(atPath: url.path) else {
                 throw UsageError("--sql \(path): no such readable file")

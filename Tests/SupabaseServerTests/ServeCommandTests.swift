@@ -101,6 +101,25 @@ struct ServeOptionsTests {
         #expect(String(describing: failure).contains("broken.sql"), "\(String(describing: failure))")
     }
 
+    @Test("`--sql a.sql b.sql` applies both in order through the command; the failing second one is named, status 1")
+    func severalSQLFilesOnTheCommandLine() async throws {
+        let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-sqlcli-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: root) }
+        let first = root.appendingPathComponent("first.sql"), second = root.appendingPathComponent("second.sql")
+        try "CREATE TABLE IF NOT EXISTS public.first_table (id int PRIMARY KEY);".write(to: first, atomically: true, encoding: .utf8)
+        try "SELECT * FROM public.first_table; SELECT nonsense FROM nowhere;".write(to: second, atomically: true, encoding: .utf8)
+        let result = try await ChildProcess.runDetached(try SwitchboardExecutable.locate().path,
+            ["serve", "supabase", "--data-dir", root.appendingPathComponent("data").path,
+             "--jwt-secret", "serve-command-test-secret-0123456789abcdef", "--sql", first.path, second.path],
+            timeout: .seconds(60))
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("second.sql"), "\(result.stderr)")
+        #expect(!result.stderr.contains("first.sql"), "the first file applied cleanly: \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("data/postgres/postmaster.pid").path),
+                "the private cluster was left running after a failed start")
+    }
+
     @Test("with a database URL the server uses that database and starts no cluster of its own")
     func existingDatabase() async throws {
         let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-dburl-test-\(UUID().uuidString)")
