@@ -219,11 +219,14 @@ extension ChatClient {
         let payload = try JSONEncoder().encode(action)
         let operation = PendingOperation(waitKey: Self.publishedKey(id), kind: action.kind.rawValue, payload: payload, createdAt: now)
         _ = try store.write { tx in try tx.enqueuePending(operation) }
+        pendingWaitKeys.insert(operation.waitKey)
     }
 
     /// Runs the operations waiting on `key` whose target is now resolvable.
     func flushOperations(waitingOn key: String) async {
+        guard pendingWaitKeys.contains(key) else { return }
         guard let operations = try? store.read({ tx in try tx.pendingOperations(waitingOn: key) }) else { return }
+        if operations.isEmpty { pendingWaitKeys.remove(key) }
         for operation in operations { await run(operation) }
     }
 

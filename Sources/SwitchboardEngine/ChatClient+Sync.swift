@@ -299,6 +299,7 @@ extension ChatClient {
         // A refetch or redelivery of the same waiting change must not queue it twice.
         guard try !tx.pendingOperations(waitingOn: key).contains(where: { $0.payload == payload }) else { return }
         try tx.enqueuePending(PendingOperation(waitKey: key, kind: "incoming", payload: payload, createdAt: now))
+        pendingWaitKeys.insert(key)
     }
 
     static func remoteKey(_ backend: BackendID, _ remote: RemoteID) -> String { "remote:\(backend.rawValue):\(remote.rawValue)" }

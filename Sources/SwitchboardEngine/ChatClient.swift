@@ -22,6 +22,9 @@ public actor ChatClient {
     var wakeRequested = false
     var wakeTimer: Task<Void, Never>?
     var isStarted = false
+    /// Every wait key that may have queued operations (a superset: a key leaves only once a flush finds it
+    /// empty), so the per-change flush skips its store read when nothing can be waiting.
+    var pendingWaitKeys: Set<String> = []
 
     /// Creates a client; call `start()` to restore in-flight work and run the outbox.
     public init(adapter: any ChatAdapter, store: any Store, configuration: EngineConfiguration = EngineConfiguration()) {
@@ -57,6 +60,7 @@ public actor ChatClient {
             }
             return entries
         }
+        pendingWaitKeys = Set(try store.read { tx in try tx.allPendingOperations().map(\.waitKey) })
         for entry in entries where entry.status == .awaitingUploads {
             startUploads(for: entry.messageID)
         }
