@@ -28,6 +28,9 @@ public protocol FaultInjector: Sendable {
     func reset() async
 }
 
+/// A network adapter's transport faults are the kit's fault controls as they are (the same operations).
+extension AdapterFaults: FaultInjector {}
+
 /// A clock tests can move forward; shared by the engine and, where it can, the backend.
 public final class ManualClock: Sendable {
     private let offset = Mutex<TimeInterval>(0)

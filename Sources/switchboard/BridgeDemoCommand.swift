@@ -154,20 +154,21 @@ enum BridgeDemoCommand {
             }
         }
         let expected = 2 + 1 + 1 + 1 + 2 * burst   // hello, wave, reply, deleted one, file, burst
+        // Observers read each backend back: the service role on Supabase, a fresh local database on XMTP.
+        let supabaseObserver = SupabaseAdapter(configuration: SupabaseAdapter.Configuration(
+            baseURL: supabaseURL, apiKey: supabaseHarness.token(role: "anon"),
+            accessToken: supabaseHarness.token(role: "service_role"), localUser: "observer"), http: http)
+        let xmtpObserver = try observerAdapter(nodeURL: nodeURL, token: bobToken, root: root, secret: groupSecret, http: http)
         let settled = try await waitUntil(seconds: 60) {
-            let left = try await allMessages(SupabaseAdapter(configuration: SupabaseAdapter.Configuration(
-                baseURL: supabaseURL, apiKey: supabaseHarness.token(role: "anon"),
-                accessToken: supabaseHarness.token(role: "service_role"), localUser: "observer"), http: http), room)
-            let right = try await allMessages(try observerAdapter(nodeURL: nodeURL, token: bobToken, root: root, secret: groupSecret, http: http), group)
+            let left = try await supabaseObserver.allMessages(in: room)
+            let right = try await xmtpObserver.allMessages(in: group)
             return left.count >= expected && right.count >= expected && bridgeSettled(left, right)
         }
         if !settled { writeLine("warning: the two sides did not settle within 60 s") }
 
         // 6. Both timelines, the ID map and a summary, all read back from the backends.
-        let left = try await allMessages(SupabaseAdapter(configuration: SupabaseAdapter.Configuration(
-            baseURL: supabaseURL, apiKey: supabaseHarness.token(role: "anon"),
-            accessToken: supabaseHarness.token(role: "service_role"), localUser: "observer"), http: http), room)
-        let right = try await allMessages(try observerAdapter(nodeURL: nodeURL, token: bobToken, root: root, secret: groupSecret, http: http), group)
+        let left = try await supabaseObserver.allMessages(in: room)
+        let right = try await xmtpObserver.allMessages(in: group)
         printSideBySide(left: left, right: right)
         try printIDMap(root: root, keys: left.compactMap(\.idempotencyKey).prefix(8))
         let exit = summary(left: left, right: right, expected: expected)
@@ -208,11 +209,6 @@ enum BridgeDemoCommand {
             try await Task.sleep(for: .milliseconds(250))
         }
         return false
-    }
-
-    /// Every message of a conversation, oldest first.
-    private static func allMessages(_ adapter: any ChatAdapter, _ conversation: ConversationID) async throws -> [RemoteMessage] {
-        try await adapter.allMessages(in: conversation)
     }
 
     /// Whether every message on each side has its counterpart (by key) with the same text and deletion.

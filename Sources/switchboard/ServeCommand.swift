@@ -62,19 +62,26 @@ enum ServeCommand {
             configuration.log = { line in FileHandle.standardError.write(Data("supabase: \(line)\n".utf8)) }
         }
 
-        let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
         let server = SupabaseServer(configuration: configuration)
+        return try await serveUntilSignal(host: configuration.host, start: { try await server.start() },
+                                          stop: { await server.stop() })
+    }
+
+    /// Starts a server, prints the single `listening on` line, waits for SIGINT/SIGTERM and stops it;
+    /// a failed start stops what was started and rethrows.
+    static func serveUntilSignal(host: String, start: () async throws -> Int, stop: () async -> Void) async throws -> Int32 {
+        let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
         let port: Int
         do {
-            port = try await server.start()
+            port = try await start()
         } catch {
-            await server.stop()
+            await stop()
             throw error
         }
-        writeLine("listening on http://\(configuration.host):\(port)")
+        writeLine("listening on http://\(host):\(port)")
         let signal = await stopSignal.wait()
         FileHandle.standardError.write(Data("switchboard: signal \(signal), stopping\n".utf8))
-        await server.stop()
+        await stop()
         return 0
     }
 

@@ -1,10 +1,6 @@
 import Foundation
 import XMTPNode
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `switchboard serve xmtp`: runs the XMTP-like node on loopback until SIGINT or SIGTERM.
 enum ServeXMTPCommand {
     /// Parses the options, starts the node, prints the one `listening on` line and waits for a signal.
@@ -28,19 +24,8 @@ enum ServeXMTPCommand {
             configuration.log = { line in FileHandle.standardError.write(Data("xmtp: \(line)\n".utf8)) }
         }
 
-        let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
         let server = XMTPNodeServer(configuration: configuration)
-        let port: Int
-        do {
-            port = try await server.start()
-        } catch {
-            await server.stop()
-            throw error
-        }
-        writeLine("listening on http://\(configuration.host):\(port)")
-        let signal = await stopSignal.wait()
-        FileHandle.standardError.write(Data("switchboard: signal \(signal), stopping\n".utf8))
-        await server.stop()
-        return 0
+        return try await ServeCommand.serveUntilSignal(host: configuration.host, start: { try await server.start() },
+                                                       stop: { await server.stop() })
     }
 }

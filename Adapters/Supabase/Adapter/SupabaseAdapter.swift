@@ -120,13 +120,6 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         return PublishReceipt(remoteID: RemoteID(id), serverTime: time)
     }
 
-    /// Publishes several rows in one bulk upsert (in order), falling back to one by one when faults are set.
-    public func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
-        var receipts: [PublishReceipt] = []
-        for message in prepared { receipts.append(try await publish(message)) }
-        return receipts
-    }
-
     // MARK: history and delta sync
 
     /// The newest version visible in the conversation (across messages, reactions and receipts).

@@ -48,7 +48,7 @@ public struct SupabaseHarness: ConformanceHarness {
                 configuration.faults = faults
                 return SupabaseAdapter(configuration: configuration, http: http)
             },
-            faults: SupabaseFaultInjector(faults: faults), clock: ManualClock())
+            faults: faults, clock: ManualClock())
     }
 
     /// Creates a conversation and its members with the service role; returns its ID.
@@ -102,23 +102,6 @@ public struct SupabaseHarness: ConformanceHarness {
 extension SupabaseHarness {
     /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
     public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
-        (injector as? SupabaseFaultInjector)?.faults
+        injector as? AdapterFaults
     }
-}
-
-/// The kit's fault controls mapped onto the adapters' transport faults.
-struct SupabaseFaultInjector: FaultInjector {
-    let faults: AdapterFaults
-
-    func failNextPublishes(_ count: Int) async { faults.failNextPublishes(count) }
-    func loseNextPublishResponses(_ count: Int) async { faults.loseNextPublishResponses(count) }
-    func setPublishDelay(_ delay: Duration) async { faults.setPublishDelay(delay) }
-    func dropLiveStreams() async { faults.dropLiveStreams() }
-    func setDuplicateDeliveries(_ isOn: Bool) async { faults.setDuplicateDeliveries(isOn) }
-    func setOutOfOrderDelivery(_ isOn: Bool) async { faults.setOutOfOrderDelivery(isOn) }
-    func setRefuseEdits(_ isOn: Bool) async { faults.setRefuseEdits(isOn) }
-    func setRefuseDeletes(_ isOn: Bool) async { faults.setRefuseDeletes(isOn) }
-    func setFailingUpload(named filename: String?) async { faults.setFailingUpload(named: filename) }
-    func setOffline(_ user: UserID, _ isOffline: Bool) async { faults.setOffline(user, isOffline) }
-    func reset() async { faults.reset() }
 }

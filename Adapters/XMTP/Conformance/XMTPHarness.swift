@@ -54,7 +54,7 @@ public struct XMTPHarness: ConformanceHarness {
                 configuration.faults = faults
                 return try XMTPAdapter(configuration: configuration, http: http)
             },
-            faults: XMTPFaultInjector(faults: faults), clock: ManualClock(),
+            faults: faults, clock: ManualClock(),
             tearDown: { try? FileManager.default.removeItem(at: directory) })
     }
 
@@ -94,36 +94,6 @@ public struct XMTPHarness: ConformanceHarness {
 extension XMTPHarness {
     /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
     public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
-        (injector as? XMTPFaultInjector)?.faults
+        injector as? AdapterFaults
     }
-}
-
-/// The kit's fault controls mapped onto the adapters' transport faults (refusals are emulated by the adapter,
-/// since the node cannot read the encrypted payloads to refuse them).
-struct XMTPFaultInjector: FaultInjector {
-    /// The shared faults.
-    let faults: AdapterFaults
-
-    /// Fails the next `count` publishes before they reach the node.
-    func failNextPublishes(_ count: Int) async { faults.failNextPublishes(count) }
-    /// Sends the next `count` publishes but reports their responses as lost.
-    func loseNextPublishResponses(_ count: Int) async { faults.loseNextPublishResponses(count) }
-    /// Delays every publish.
-    func setPublishDelay(_ delay: Duration) async { faults.setPublishDelay(delay) }
-    /// Cuts every live subscription (they reconnect on their own).
-    func dropLiveStreams() async { faults.dropLiveStreams() }
-    /// Delivers every live event twice.
-    func setDuplicateDeliveries(_ isOn: Bool) async { faults.setDuplicateDeliveries(isOn) }
-    /// Delivers live events in swapped pairs.
-    func setOutOfOrderDelivery(_ isOn: Bool) async { faults.setOutOfOrderDelivery(isOn) }
-    /// Has the adapters refuse edits.
-    func setRefuseEdits(_ isOn: Bool) async { faults.setRefuseEdits(isOn) }
-    /// Has the adapters refuse deletes.
-    func setRefuseDeletes(_ isOn: Bool) async { faults.setRefuseDeletes(isOn) }
-    /// Fails uploads of files with this name.
-    func setFailingUpload(named filename: String?) async { faults.setFailingUpload(named: filename) }
-    /// Cuts a user's adapters off the node, or restores them.
-    func setOffline(_ user: UserID, _ isOffline: Bool) async { faults.setOffline(user, isOffline) }
-    /// Clears every fault.
-    func reset() async { faults.reset() }
 }
