@@ -4,7 +4,8 @@ DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-de
 BIN := .build/debug/switchboard
 VENV := .venv
 PYTHON_PACKAGES := websockets==15.0.1 supabase==2.34.1 postgrest==2.34.1 realtime==2.34.1 storage3==2.34.1 \
-                   xmtp-bindings==0.1.8 cryptography==50.0.2
+                   xmtp-bindings==0.1.8 cryptography==50.0.2 python-socketio==5.18.1 python-engineio==4.15.1 \
+                   websocket-client==1.9.2 aiohttp==3.14.5
 
 .PHONY: deps build test demo conformance bench clean
 
@@ -12,7 +13,8 @@ deps: $(VENV)/.installed
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
 
 ## Python peers the interop tests talk to: the real `websockets` package, the official Supabase clients,
-## libxmtp's codecs (xmtp-bindings) and `cryptography` as an independent AES-GCM/HKDF implementation.
+## libxmtp's codecs (xmtp-bindings), `cryptography` as an independent AES-GCM/HKDF implementation, and
+## `python-socketio` (client over websocket-client, server on aiohttp) as the Socket.IO peer.
 $(VENV)/.installed: Makefile
 	@python3 -m venv $(VENV)
 	@$(VENV)/bin/pip install -q --disable-pip-version-check $(PYTHON_PACKAGES)
@@ -30,6 +32,7 @@ TEST_GROUPS := \
 	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests|SwitchboardBenchTests)\.' \
 	'^(SupabaseProtocolTests|SupabaseServerTests|SupabaseAdapterTests)\.' \
 	'^(XMTPCodecTests|XMTPCryptoTests|XMTPNodeTests|XMTPAdapterTests)\.' \
+	'^(SocketIOProtocolTests|SocketIOServerTests|SocketIOAdapterTests)\.' \
 	'^SwitchboardBridgeTests\.'
 test: deps
 	$(SWIFT) build --build-tests

@@ -1,0 +1,2 @@
+/// Placeholder until the Engine.IO v4 codec lands.
+enum EngineIOPlaceholder {}

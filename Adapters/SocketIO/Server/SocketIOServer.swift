@@ -1,0 +1,2 @@
+/// Placeholder until the Socket.IO reference server lands.
+enum SocketIOServerPlaceholder {}
