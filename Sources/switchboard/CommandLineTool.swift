@@ -99,6 +99,18 @@ enum CommandLineTool {
           --database-url URL      keep messages, groups and tokens in this PostgreSQL database instead
           --verbose               log to standard error
 
+      serve socketio            Run the Socket-style reference server (REST sends, history, edits, reactions,
+                                receipts, uploads; Socket.IO v5 live events over WebSocket at /socket.io/) on
+                                loopback; prints `listening on http://127.0.0.1:PORT` once ready, stops on
+                                SIGINT/SIGTERM.
+          --data-dir DIR          SQLite database and uploaded files (required)
+          --port N                port to bind (default 0: a free one)
+          --host H                address to bind (default 127.0.0.1)
+          --page-size N           messages per history page, 1…1000 (default 50)
+          --edit-window S         seconds after sending during which the sender may edit (default 900)
+          --delete-window S       seconds after sending during which the sender may delete (default 7200)
+          --verbose               log to standard error
+
       bridge                    Bridge the conversation pairs of a JSON config between two adapters, both ways,
                                 exactly once in effect; each pair runs under a lease in the store, so several
                                 workers can share a PostgreSQL store and take over a dead worker's pairs.

@@ -11,7 +11,7 @@ enum ServeCommand {
     /// Parses the options, starts the server, prints the one `listening on` line and waits for a signal.
     static func run(_ arguments: [String]) async throws -> Int32 {
         guard let backend = arguments.first, !backend.hasPrefix("--") else {
-            throw UsageError("serve needs a backend: supabase")
+            throw UsageError("serve needs a backend: supabase, xmtp or socketio")
         }
         let options = try Arguments(Array(arguments.dropFirst()), booleanFlags: ["verbose"])
         switch backend {
@@ -19,8 +19,10 @@ enum ServeCommand {
             return try await serveSupabase(options)
         case "xmtp":
             return try await ServeXMTPCommand.run(options)
+        case "socketio":
+            return try await ServeSocketIOCommand.run(options)
         default:
-            throw UsageError("unknown backend '\(backend)' for serve (supabase, xmtp)")
+            throw UsageError("unknown backend '\(backend)' for serve (supabase, xmtp, socketio)")
         }
     }
 

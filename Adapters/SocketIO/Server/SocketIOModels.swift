@@ -1,0 +1,180 @@
+import Foundation
+import SwitchboardCore
+
+/// One user's reaction on a message (one per user).
+struct SocketIOReaction: Sendable, Hashable {
+    /// Who reacted.
+    var userID: String
+    /// The emoji.
+    var emoji: String
+    /// When, milliseconds since 1970.
+    var atMs: Int64
+}
+
+/// How far a member got with a message; receipts only move forward.
+enum SocketIOReceiptState: Int, Sendable, Hashable, Comparable {
+    /// The message reached the member's device.
+    case delivered = 1
+    /// The member read it.
+    case read = 2
+
+    /// The wire name, `delivered` or `read`.
+    var name: String { self == .read ? "read" : "delivered" }
+
+    /// The state of a wire name.
+    init?(name: String) {
+        switch name {
+        case "delivered": self = .delivered
+        case "read": self = .read
+        default: return nil
+        }
+    }
+
+    /// Delivered comes before read.
+    static func < (lhs: SocketIOReceiptState, rhs: SocketIOReceiptState) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// One member's receipt on a message.
+struct SocketIOReceipt: Sendable, Hashable {
+    /// Whose receipt.
+    var userID: String
+    /// How far they got.
+    var state: SocketIOReceiptState
+    /// When the state was reached, milliseconds since 1970.
+    var atMs: Int64
+}
+
+/// A conversation and its members.
+struct SocketIOConversation: Sendable, Hashable {
+    /// The conversation ID.
+    var id: String
+    /// The members, sorted.
+    var members: [String]
+    /// When it was created, milliseconds since 1970.
+    var createdMs: Int64
+
+    /// `{"id","members","createdAt"}`.
+    var json: JSONValue {
+        .object([("id", .string(id)), ("members", .array(members.map { .string($0) })),
+                 ("createdAt", .string(SocketIOTime.format(ms: createdMs)))])
+    }
+}
+
+/// A message as stored, with its reactions and receipts.
+struct SocketIOMessage: Sendable, Hashable {
+    /// The server-assigned ID (from the global sequence).
+    var id: Int64
+    /// The conversation.
+    var conversationID: String
+    /// The sender's idempotency key.
+    var clientMessageID: String
+    /// The sender.
+    var senderID: String
+    /// The text (`""` once deleted).
+    var text: String
+    /// The ID of the message this one answers.
+    var replyTo: Int64?
+    /// The attachments, a JSON array of objects (`[]` once deleted).
+    var attachments: JSONValue
+    /// Free-form metadata object, if any.
+    var metadata: JSONValue?
+    /// Creation time, milliseconds since 1970.
+    var createdMs: Int64
+    /// Last edit time.
+    var editedMs: Int64?
+    /// Deletion time.
+    var deletedMs: Int64?
+    /// One reaction per user, oldest first.
+    var reactions: [SocketIOReaction]
+    /// One receipt per user, by user ID.
+    var receipts: [SocketIOReceipt]
+    /// The sequence value of the latest change (`id` until the first change).
+    var version: Int64
+
+    /// Whether the message was deleted.
+    var isDeleted: Bool { deletedMs != nil }
+
+    /// The wire object of WIRE.md.
+    var json: JSONValue {
+        .object([
+            ("id", .string(String(id))),
+            ("conversationId", .string(conversationID)),
+            ("clientMessageId", .string(clientMessageID)),
+            ("senderId", .string(senderID)),
+            ("text", .string(text)),
+            ("replyTo", replyTo.map { .string(String($0)) } ?? .null),
+            ("attachments", attachments),
+            ("metadata", metadata ?? .null),
+            ("createdAt", .string(SocketIOTime.format(ms: createdMs))),
+            ("editedAt", editedMs.map { .string(SocketIOTime.format(ms: $0)) } ?? .null),
+            ("deletedAt", deletedMs.map { .string(SocketIOTime.format(ms: $0)) } ?? .null),
+            ("reactions", .array(reactions.map { reaction in
+                .object([("userId", .string(reaction.userID)), ("emoji", .string(reaction.emoji)),
+                         ("at", .string(SocketIOTime.format(ms: reaction.atMs)))])
+            })),
+            ("receipts", .array(receipts.map { receipt in
+                .object([("userId", .string(receipt.userID)), ("state", .string(receipt.state.name)),
+                         ("at", .string(SocketIOTime.format(ms: receipt.atMs)))])
+            })),
+            ("version", .number(String(version))),
+        ])
+    }
+}
+
+/// A validated new message, before it is stored.
+struct SocketIOMessageInput: Sendable, Hashable {
+    /// The sender's idempotency key (1–128 characters).
+    var clientMessageID: String
+    /// The text.
+    var text: String
+    /// The message answered, if any.
+    var replyTo: Int64?
+    /// The attachments (a JSON array).
+    var attachments: JSONValue
+    /// Metadata object, if any.
+    var metadata: JSONValue?
+}
+
+/// A stored upload's description.
+struct SocketIOUpload: Sendable, Hashable {
+    /// The random file ID (32 lowercase hex digits).
+    var id: String
+    /// Who uploaded it.
+    var ownerID: String
+    /// The `Content-Type` it was uploaded with.
+    var contentType: String
+    /// Its size in bytes.
+    var size: Int
+    /// Its SHA-256, lowercase hex.
+    var sha256: String
+}
+
+/// The server's clock and RFC 3339 timestamps.
+enum SocketIOTime {
+    /// Now, in whole milliseconds since 1970.
+    static func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    /// `2026-11-30T10:00:00.123Z` for milliseconds since 1970 (UTC, always with milliseconds).
+    static func format(ms: Int64) -> String {
+        let (seconds, millis) = ms.quotientAndRemainder(dividingBy: 1000)
+        let adjustedSeconds = millis < 0 ? seconds - 1 : seconds, adjustedMillis = millis < 0 ? millis + 1000 : millis
+        let (days, secondOfDay) = adjustedSeconds.quotientAndRemainder(dividingBy: 86_400)
+        let day = secondOfDay < 0 ? days - 1 : days, second = secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay
+        // Howard Hinnant's civil-from-days.
+        let z = day + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let dayOfMonth = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ value: Int64, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(dayOfMonth, 2))T\(pad(second / 3600, 2)):\(pad(second / 60 % 60, 2)):"
+            + "\(pad(second % 60, 2)).\(pad(adjustedMillis, 3))Z"
+    }
+}
