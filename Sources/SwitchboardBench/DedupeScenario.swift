@@ -50,12 +50,14 @@ enum DedupeScenario {
         }
         let deliveries = ScriptedAdapter.duplicated(changes, copies: copies)
         let events = try await client.events(in: conversation)
+        let lastText = "incoming message \(count - 1)"
         let consumer = Task { () -> [MessageID: Int] in
             var renders: [MessageID: Int] = [:]
+            renders.reserveCapacity(count)
             for await sequenced in events {
                 guard let message = sequenced.event.message, message.sender == "bob" else { continue }
                 renders[message.id, default: 0] += 1
-                if renders.count == count && message.content.text == "incoming message \(count - 1)" { break }
+                if renders.count == count && message.content.text == lastText { break }
             }
             return renders
         }

@@ -119,8 +119,24 @@ extension ChatClient {
         return try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) } == Self.historyExhausted
     }
 
-    /// Handles one live event: connection changes trigger a delta sync; changes are reconciled like any other.
-    func handleLive(_ event: AdapterEvent, in id: ConversationID) async {
+    /// Handles the live events queued at this moment, in order: connection changes trigger a delta sync; each run
+    /// of consecutive changes is reconciled in one store transaction.
+    func handleLive(_ events: [AdapterEvent], in id: ConversationID) async {
+        var changes: [RemoteChange] = []
+        for event in events {
+            if case .change(let change) = event {
+                changes.append(change)
+                continue
+            }
+            await applyLive(changes, in: id)
+            changes.removeAll()
+            await handleLiveSignal(event, in: id)
+        }
+        await applyLive(changes, in: id)
+    }
+
+    /// Handles a live event that is not a change.
+    private func handleLiveSignal(_ event: AdapterEvent, in id: ConversationID) async {
         guard let state = conversations[id] else { return }
         switch event {
         case .connection(.connected):
@@ -129,36 +145,63 @@ extension ChatClient {
         case .connection(.disconnected(let reason)):
             state.isConnected = false
             emit(.syncStateChanged(.offline(reason: reason)), in: id)
-        case .change(let change):
-            // An identical change applied moments ago (duplicate delivery, replay) changes nothing.
-            guard !state.recentChanges.contains(change) else { return }
-            do {
-                let events = try store.write { tx in try apply(change, tx: tx) }
-                state.recentChanges.insert(change)
-                for event in events { emit(event, in: id) }
-                for case let message? in events.map(\.message) where message.isOutgoing && message.delivery.isPublished {
-                    await flushOperations(waitingOn: Self.publishedKey(message.id))
-                }
-                if case .message(let remote) = change {
-                    await flushOperations(waitingOn: Self.remoteKey(backend, remote.remoteID))
-                    if remote.sender == localUser { wake() }  // an echo may unblock a reply waiting for its target's ID
-                }
-            } catch {
-                log(.warning, "live change not applied: \(error); next sync repairs it")
-                state.resyncRequested = true
-            }
         case .typing(_, let user, let isTyping):
             remoteTyping(user, isTyping: isTyping, in: id)
+        case .change(let change):
+            await applyLive([change], in: id)
         }
+    }
+
+    /// Reconciles live changes in one transaction; an identical change applied moments ago (duplicate delivery,
+    /// replay) is skipped with one hash lookup. If the batch fails, each change is tried alone so one bad change
+    /// cannot hold back the others; what still fails is left to the next sync.
+    private func applyLive(_ changes: [RemoteChange], in id: ConversationID) async {
+        guard let state = conversations[id], !changes.isEmpty else { return }
+        var fresh: [RemoteChange] = []
+        fresh.reserveCapacity(changes.count)
+        for change in changes where state.recentChanges.insert(change) { fresh.append(change) }
+        guard !fresh.isEmpty else { return }
+        var events: [ConversationEvent] = []
+        do {
+            events = try store.write { tx in
+                var events: [ConversationEvent] = []
+                for change in fresh { events += try apply(change, tx: tx) }
+                return events
+            }
+        } catch {
+            for change in fresh {
+                do {
+                    events += try store.write { tx in try apply(change, tx: tx) }
+                } catch {
+                    state.recentChanges.remove(change)
+                    log(.warning, "live change not applied: \(error); next sync repairs it")
+                    state.resyncRequested = true
+                }
+            }
+        }
+        for event in events { emit(event, in: id) }
+        for case let message? in events.map(\.message) where message.isOutgoing && message.delivery.isPublished {
+            await flushOperations(waitingOn: Self.publishedKey(message.id))
+        }
+        var echoed = false
+        for case .message(let remote) in fresh {
+            await flushOperations(waitingOn: Self.remoteKey(backend, remote.remoteID))
+            echoed = echoed || remote.sender == localUser
+        }
+        if echoed { wake() }  // an echo may unblock a reply waiting for its target's ID
     }
 
     // MARK: - Reconciliation
 
     /// Resolves an incoming message to its `MessageID`: the key it carries, then the ID map, then derivation.
     func resolve(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> MessageID {
+        try resolve(remote, mapped: tx.messageID(backend: backend, remoteID: remote.remoteID))
+    }
+
+    /// `resolve` with the ID map's answer for the remote ID already looked up.
+    private func resolve(_ remote: RemoteMessage, mapped: MessageID?) -> MessageID {
         if let key = remote.idempotencyKey, !key.rawValue.isEmpty { return key }
-        if let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID) { return mapped }
-        return MessageID.derived(backend: backend, remote: remote.remoteID)
+        return mapped ?? MessageID.derived(backend: backend, remote: remote.remoteID)
     }
 
     /// Applies one change inside a transaction and returns the events it causes (none when nothing changed).
@@ -171,13 +214,14 @@ extension ChatClient {
     }
 
     private func applyMessage(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> [ConversationEvent] {
-        let id = try resolve(remote, tx: tx)
         let backend = self.backend
+        let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID)
+        let id = resolve(remote, mapped: mapped)
         let mapping = IDMapping(messageID: id, backend: backend, conversation: remote.conversation, remoteID: remote.remoteID)
-        if let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID), mapped != id {
+        if let mapped, mapped != id {
             log(.warning, "remote \(remote.remoteID) already maps to \(mapped); keeping the map")
-        } else if try tx.remoteID(of: id, backend: backend, part: 0) == nil {
-            try tx.insertMapping(mapping)
+        } else if mapped == nil {
+            try tx.insertMappingIfAbsent(mapping)  // a message already mapped to another remote ID keeps that one
         }
         var replyTo: MessageID?
         if let target = remote.replyTo {
@@ -192,7 +236,7 @@ extension ChatClient {
                                   editedAt: remote.editedAt?.roundedToMicroseconds,
                                   deletedAt: remote.deletedAt?.roundedToMicroseconds,
                                   delivery: isOwn ? .sent : .received, isOutgoing: isOwn)
-            try tx.upsertMessage(message)
+            try tx.insertNewMessage(message)
             return [.messageUpserted(message)]
         }
         let before = message

@@ -102,10 +102,22 @@ public actor ChatClient {
             state.window.reset(newest: newest, hasOlder: newest.count == configuration.pageSize || remoteOlder)
             conversations[id] = state
             let stream = adapter.liveEvents(in: id)
+            let inbox = LiveInbox()
+            // The feeder only queues; the reconciler takes everything queued at once, so a burst (a replay
+            // after a reconnect, say) costs one store transaction rather than one per event.
+            let feeder = Task {
+                for await event in stream { inbox.push(event) }
+                inbox.finish()
+            }
             state.liveTask = Task { [weak self] in
-                for await event in stream {
-                    guard let self else { return }
-                    await self.handleLive(event, in: id)
+                await withTaskCancellationHandler {
+                    for await _ in inbox.rings {
+                        guard let self else { return }
+                        await self.handleLive(inbox.takeAll(), in: id)
+                    }
+                } onCancel: {
+                    feeder.cancel()
+                    inbox.finish()
                 }
             }
             do {
@@ -250,6 +262,9 @@ struct RecentSet<Element: Hashable> {
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
     func contains(_ element: Element) -> Bool { members.contains(element) }
+
+    /// Forgets `element` (it stays in the eviction order, which then evicts nothing).
+    mutating func remove(_ element: Element) { members.remove(element) }
 
     /// Adds `element`; returns false when it was already present.
     @discardableResult

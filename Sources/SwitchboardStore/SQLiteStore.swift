@@ -16,6 +16,8 @@ public final class SQLiteStore: LeaseStore {
     private let connection: Mutex<SQLiteConnection>
     /// The migrations this `init` applied (empty when the file was already up to date).
     let migrationsAppliedAtOpen: [String]
+    /// Checkpoints the WAL off the commit path (nil for `:memory:`).
+    private let checkpointer: WALCheckpointer?
 
     /// Opens (creating and migrating if needed) the Switchboard database at `path`; `:memory:` gives a private one.
     ///
@@ -38,6 +40,13 @@ public final class SQLiteStore: LeaseStore {
             connection.close()
             throw error
         }
+        var checkpointer: WALCheckpointer?
+        if !Self.isInMemory(path) {
+            // Without the second connection the store still works: SQLite then checkpoints on commit as usual.
+            checkpointer = try? WALCheckpointer(path: path)
+            if checkpointer != nil { try? connection.execute("PRAGMA wal_autocheckpoint = 0") }
+        }
+        self.checkpointer = checkpointer
         self.connection = Mutex(connection)
     }
 
@@ -74,6 +83,7 @@ public final class SQLiteStore: LeaseStore {
 
     /// Closes the connection now instead of at deinit; every later call throws a `storage` error.
     public func close() {
+        checkpointer?.close()
         connection.withLock { $0.close() }
     }
 
@@ -109,6 +119,7 @@ public final class SQLiteStore: LeaseStore {
             do {
                 nonisolated(unsafe) let result = try body(transaction)
                 try transaction.commit()
+                if !isReadOnly { checkpointer?.didCommit() }
                 return result
             } catch {
                 transaction.rollback()

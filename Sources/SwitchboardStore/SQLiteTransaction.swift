@@ -91,6 +91,15 @@ final class SQLiteTransaction: StoreTransaction {
 
     /// Inserts or replaces a message together with its attachments (in order) and reactions.
     func upsertMessage(_ message: Message) throws {
+        try writeMessage(message, isNew: false)
+    }
+
+    /// Inserts a message known to be absent: no stale attachments or reactions to clear first.
+    func insertNewMessage(_ message: Message) throws {
+        try writeMessage(message, isNew: true)
+    }
+
+    private func writeMessage(_ message: Message, isNew: Bool) throws {
         try perform { connection in
             var progress: Double?
             var failureReason: String?
@@ -116,11 +125,11 @@ final class SQLiteTransaction: StoreTransaction {
                     message.editedAt, message.deletedAt, message.delivery.storageName, progress, failureReason,
                     failureRetryable, message.isOutgoing,
                 ])
-            try connection.execute("DELETE FROM attachments WHERE message_id = ?", [message.id])
+            if !isNew { try connection.execute("DELETE FROM attachments WHERE message_id = ?", [message.id]) }
             for (position, attachment) in message.content.attachments.enumerated() {
                 try insertAttachment(connection, attachment, of: message.id, position: position)
             }
-            try connection.execute("DELETE FROM reactions WHERE message_id = ?", [message.id])
+            if !isNew { try connection.execute("DELETE FROM reactions WHERE message_id = ?", [message.id]) }
             for (position, reaction) in message.reactions.enumerated() {
                 // A repeated (user, symbol) pair is one reaction: the first occurrence stands.
                 try connection.execute("""
@@ -347,6 +356,17 @@ final class SQLiteTransaction: StoreTransaction {
     }
 
     // MARK: ID map
+
+    /// Records a mapping in one statement unless either unique side is taken; true when inserted.
+    func insertMappingIfAbsent(_ mapping: IDMapping) throws -> Bool {
+        try perform { connection in
+            try connection.execute("""
+                INSERT INTO id_map (message_id, backend, conversation, remote_id, part) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """, [mapping.messageID, mapping.backend, mapping.conversation, mapping.remoteID, mapping.part])
+            return connection.changes > 0
+        }
+    }
 
     /// Records a mapping; a conflicting row on either unique side throws `conflict`; an identical row is a no-op.
     func insertMapping(_ mapping: IDMapping) throws {
@@ -603,7 +623,8 @@ final class SQLiteTransaction: StoreTransaction {
 
     /// JSON text of `value` with sorted keys.
     private func encodeJSON<Value: Encodable>(_ value: Value) throws -> String {
-        String(decoding: try encoder.encode(value), as: UTF8.self)
+        if let dictionary = value as? [String: String], dictionary.isEmpty { return "{}" }
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// Decodes stored JSON text, reporting undecodable text as corruption.

@@ -114,6 +114,8 @@ public protocol StoreTransaction {
     func message(_ id: MessageID) throws -> Message?
     /// Inserts or replaces a message together with its attachments and reactions.
     func upsertMessage(_ message: Message) throws
+    /// Inserts a message the caller has just seen absent in this transaction (a faster `upsertMessage`).
+    func insertNewMessage(_ message: Message) throws
     /// Removes a message and everything hanging off it (attachments, reactions, receipts, mappings, outbox).
     func removeMessage(_ id: MessageID) throws
     /// Up to `limit` messages of a conversation strictly before `position` (newest first); the newest when nil.
@@ -135,6 +137,9 @@ public protocol StoreTransaction {
 
     /// Records a mapping; a conflicting row on either unique side throws `conflict`; an identical row is a no-op.
     func insertMapping(_ mapping: IDMapping) throws
+    /// Records a mapping unless either unique side is already taken (then nothing changes); true when inserted.
+    @discardableResult
+    func insertMappingIfAbsent(_ mapping: IDMapping) throws -> Bool
     /// The message a backend ID maps to.
     func messageID(backend: BackendID, remoteID: RemoteID) throws -> MessageID?
     /// The backend ID of a message part.
@@ -192,4 +197,18 @@ public protocol LeaseStore: Store {
     func releaseLease(_ name: String, owner: String) throws
     /// The owner of the lease at `now`, or nil when it is free or expired.
     func leaseOwner(_ name: String, now: Date) throws -> String?
+}
+
+extension StoreTransaction {
+    /// Stores without a dedicated insert path upsert.
+    public func insertNewMessage(_ message: Message) throws { try upsertMessage(message) }
+
+    /// Checks both unique sides, then inserts (stores without a single-statement path).
+    @discardableResult
+    public func insertMappingIfAbsent(_ mapping: IDMapping) throws -> Bool {
+        guard try messageID(backend: mapping.backend, remoteID: mapping.remoteID) == nil,
+              try remoteID(of: mapping.messageID, backend: mapping.backend, part: mapping.part) == nil else { return false }
+        try insertMapping(mapping)
+        return true
+    }
 }

@@ -219,4 +219,22 @@ struct TimelineWindowTests {
         #expect(window.messages.ids == ["m03", "m04", "m05"])
         #expect(window.hasOlder)
     }
+
+    @Test("a long live stream keeps exactly the newest `limit`, forgets trimmed IDs and still edits and moves in place")
+    func longStreamThroughTrimmedStorage() {
+        var window = TimelineWindow(limit: 4)
+        for message in Fixture.messages(1...23) { window.apply(message) }
+        #expect(window.messages.ids == Fixture.messages(20...23).ids)
+        #expect(window.count == 4)
+        #expect(!window.contains("m19") && window.contains("m20"))
+        window.remove("m05")  // trimmed long ago: nothing happens
+        window.apply(Fixture.message("m21", at: 21, text: "edited"))
+        window.apply(Fixture.message("m20", at: 22.5, text: "moved"))
+        #expect(window.messages.ids == ["m21", "m22", "m20", "m23"])
+        #expect(window.messages.map(\.content.text)[0] == "edited")
+        window.apply(Fixture.message("m10", at: 10))  // older than the oldest of a trimmed window: ignored
+        #expect(window.messages.ids == ["m21", "m22", "m20", "m23"])
+        window.remove("m22")
+        #expect(window.messages.ids == ["m21", "m20", "m23"] && !window.contains("m22"))
+    }
 }

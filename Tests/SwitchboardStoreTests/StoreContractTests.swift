@@ -196,6 +196,29 @@ struct StoreContractTests {
         #expect(try store.read { try $0.receipts(of: message.id) }.count == 2)
     }
 
+    @Test("insertMappingIfAbsent inserts once and leaves a taken side as it was", arguments: StoreFactory.all)
+    func idMapInsertIfAbsent(_ factory: StoreFactory) throws {
+        let opened = try factory.open()
+        defer { opened.close() }
+        let store = opened.store
+        let id = MessageID.make(), other = MessageID.make()
+        let mapping = IDMapping(messageID: id, backend: "supabase", conversation: "room-1", remoteID: "r-1")
+        #expect(try store.write { try $0.insertMappingIfAbsent(mapping) })
+        #expect(try !store.write { try $0.insertMappingIfAbsent(mapping) }, "an identical row is not inserted again")
+        // The backend ID is taken by `id`: another message cannot claim it.
+        #expect(try !store.write {
+            try $0.insertMappingIfAbsent(IDMapping(messageID: other, backend: "supabase", conversation: "room-1", remoteID: "r-1"))
+        })
+        // `id` part 0 is taken: another backend ID for it is not recorded.
+        #expect(try !store.write {
+            try $0.insertMappingIfAbsent(IDMapping(messageID: id, backend: "supabase", conversation: "room-1", remoteID: "r-2"))
+        })
+        #expect(try store.read { try $0.messageID(backend: "supabase", remoteID: "r-1") } == id)
+        #expect(try store.read { try $0.messageID(backend: "supabase", remoteID: "r-2") } == nil)
+        #expect(try store.read { try $0.mappings(of: id) }.count == 1)
+        #expect(try store.read { try $0.mappings(of: other) }.isEmpty)
+    }
+
     @Test("The ID map is unique on both sides; an identical row is a no-op", arguments: StoreFactory.all)
     func idMapUniqueness(_ factory: StoreFactory) throws {
         let opened = try factory.open()
