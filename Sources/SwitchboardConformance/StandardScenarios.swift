@@ -475,6 +475,11 @@ public enum StandardScenarios {
         Scenario("typing-ephemeral", "typing reaches the peer, clears after idle, and is never stored", requires: [.typing]) { ctx in
             let (alice, bob) = try await pair(ctx)
             let convo = ctx.fixture.conversation
+            // Typing is ephemeral: only a peer whose live stream is up can see it, so both must be live first.
+            try await ctx.eventually("both live streams connected") {
+                let aliceLive = await alice.isLive(convo), bobLive = await bob.isLive(convo)
+                return aliceLive && bobLive
+            }
             let events = try await bob.events(in: convo)
             try await alice.setTyping(true, in: convo)
             var sawStart = false, sawStop = false

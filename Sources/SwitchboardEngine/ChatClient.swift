@@ -172,6 +172,9 @@ public actor ChatClient {
     /// The window of messages held in memory, oldest first.
     public func timeline(of id: ConversationID) throws -> [Message] { try state(id).window.messages }
 
+    /// Whether the conversation is open and its live stream connected (what `.syncStateChanged(.live)` announced).
+    public func isLive(_ id: ConversationID) -> Bool { conversations[id]?.isConnected ?? false }
+
     /// Whether older messages may exist before the window, in the store or on the backend.
     public func hasOlder(in id: ConversationID) throws -> Bool {
         try state(id).window.hasOlder || !isHistoryExhausted(id)

@@ -1,4 +1,5 @@
 import Foundation
+import SocketIOAdapter
 import SupabaseAdapter
 import SwitchboardCore
 import SwitchboardNet
@@ -12,11 +13,16 @@ import XMTPAdapter
 /// {"adapter": "xmtp", "url": "http://127.0.0.1:5556", "conversation": "<32 hex: group id>",
 ///  "inbox": "bridge", "token": "env:XMTP_TOKEN", "groupSecret": "env:XMTP_GROUP_SECRET",
 ///  "database": "bridge-xmtp.sqlite"}
+/// {"adapter": "socketio", "url": "http://127.0.0.1:8080", "conversation": "room.1",
+///  "user": "bridge", "token": "env:SIO_BRIDGE_TOKEN"}
 /// ```
+/// `socketio` fields: `url` (the server's base URL), `conversation` (its ID, 1–128 of `[A-Za-z0-9._@:-]`, case
+/// kept), `user` (the account the token belongs to), `token` (its bearer token from `POST /auth/register`),
+/// optional `backend` (the backend ID in ID mappings, default `socketio`).
 /// Any string value may be `env:NAME` to read it from the environment, so secrets stay out of files and
 /// command lines. Errors name the field (`pairs[0].a.url: ...`).
 struct AdapterEndpoint: Sendable {
-    /// `supabase` or `xmtp`.
+    /// `supabase`, `xmtp` or `socketio`.
     var adapter: String
     /// The server's base URL.
     var url: URL
@@ -40,8 +46,8 @@ struct AdapterEndpoint: Sendable {
             return value
         }
         let adapter = try required("adapter")
-        guard ["supabase", "xmtp"].contains(adapter) else {
-            throw ConfigError("\(path).adapter", "must be supabase or xmtp (got \(adapter))")
+        guard ["supabase", "xmtp", "socketio"].contains(adapter) else {
+            throw ConfigError("\(path).adapter", "must be supabase, xmtp or socketio (got \(adapter))")
         }
         let urlText = try required("url")
         guard let url = URL(string: urlText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
@@ -53,6 +59,14 @@ struct AdapterEndpoint: Sendable {
             guard UUID(uuidString: conversation) != nil else { throw ConfigError("\(path).conversation", "must be a UUID") }
             _ = try required("apiKey")
             _ = try required("accessToken")
+        case "socketio":
+            guard SocketIOAdapter.isValidName(conversation) else {
+                throw ConfigError("\(path).conversation", "must be 1–128 characters of [A-Za-z0-9._@:-]")
+            }
+            _ = try required("token")
+            guard SocketIOAdapter.isValidName(try required("user")) else {
+                throw ConfigError("\(path).user", "must be 1–128 characters of [A-Za-z0-9._@:-]")
+            }
         default:
             guard conversation.count == 32, Hex.decode(conversation) != nil else {
                 throw ConfigError("\(path).conversation", "must be the group ID as 32 hex digits")
@@ -66,7 +80,9 @@ struct AdapterEndpoint: Sendable {
         }
         let user = fields["user"] ?? fields["inbox"] ?? ""
         guard !user.isEmpty else { throw ConfigError("\(path).\(adapter == "xmtp" ? "inbox" : "user")", "is required") }
-        return AdapterEndpoint(adapter: adapter, url: url, conversation: ConversationID(conversation.lowercased()),
+        // Socket-style IDs are case-sensitive; UUIDs and hex group IDs are normalised to lower case.
+        let normalised = adapter == "socketio" ? conversation : conversation.lowercased()
+        return AdapterEndpoint(adapter: adapter, url: url, conversation: ConversationID(normalised),
                                user: UserID(user), fields: fields)
     }
 
@@ -112,6 +128,10 @@ struct AdapterEndpoint: Sendable {
                                                               accessToken: fields["accessToken"] ?? "", localUser: user)
             if let backend = fields["backend"] { configuration.backend = BackendID(backend) }
             return SupabaseAdapter(configuration: configuration, http: http)
+        case "socketio":
+            var configuration = SocketIOAdapter.Configuration(baseURL: url, token: fields["token"] ?? "", localUser: user)
+            if let backend = fields["backend"] { configuration.backend = BackendID(backend) }
+            return SocketIOAdapter(configuration: configuration, http: http)
         default:
             let secret = Hex.decode(fields["groupSecret"] ?? "") ?? []
             let group = conversation

@@ -1,5 +1,6 @@
 import Foundation
 import MemoryConformance
+import SocketIOConformance
 import SupabaseConformance
 import SwitchboardConformance
 import SwitchboardCore
@@ -37,8 +38,14 @@ enum ConformanceCommand {
                 throw UsageError("--adapter xmtp needs --url http://HOST:PORT (the node's base URL, e.g. from `serve xmtp`)")
             }
             harness = XMTPHarness(baseURL: url)
+        case "socketio":
+            guard let text = arguments.value("url"), let url = URL(string: text), url.scheme?.hasPrefix("http") == true,
+                  url.host != nil else {
+                throw UsageError("--adapter socketio needs --url http://HOST:PORT (the server's base URL, e.g. from `serve socketio`)")
+            }
+            harness = SocketIOHarness(baseURL: url)
         default:
-            throw UsageError("unknown adapter '\(adapter)' (available: memory, supabase, xmtp)")
+            throw UsageError("unknown adapter '\(adapter)' (available: memory, supabase, xmtp, socketio)")
         }
         let names = arguments.all("scenario")
         let known = Set(StandardScenarios.all.map(\.name))

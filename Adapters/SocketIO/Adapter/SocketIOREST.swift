@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+import SwitchboardCore
+import SwitchboardNet
+
+/// The adapter's REST client: builds requests with the bearer token, maps WIRE.md's error bodies to core errors.
+final class SocketIOREST: Sendable {
+    let baseURL: URL
+    let http: HTTPClient
+    let localUser: UserID
+    let faults: AdapterFaults?
+    private let token: Mutex<String>
+
+    /// A client for the server at `baseURL` signed in with `token`.
+    init(baseURL: URL, token: String, localUser: UserID, faults: AdapterFaults?, http: HTTPClient) {
+        self.baseURL = baseURL
+        self.http = http
+        self.localUser = localUser
+        self.faults = faults
+        self.token = Mutex(token)
+    }
+
+    /// The bearer token in use.
+    var currentToken: String { token.withLock { $0 } }
+
+    /// Replaces the bearer token.
+    func setToken(_ value: String) { token.withLock { $0 = value } }
+
+    /// Characters left unescaped in a path segment or query component.
+    private static let allowed: CharacterSet = {
+        var set = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        set.insert(charactersIn: "-._~@:")
+        return set
+    }()
+
+    /// Percent-encodes one path segment or query component.
+    static func encode(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// The URL of `path` (segments already encoded) below the base, with `query`.
+    func url(_ path: String, _ query: [(String, String)] = []) -> URL {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        text += path
+        if !query.isEmpty { text += "?" + query.map { Self.encode($0.0) + "=" + Self.encode($0.1) }.joined(separator: "&") }
+        return URL(string: text) ?? baseURL
+    }
+
+    /// `/conversations/{id}/messages[/{mid}[/suffix]]`.
+    func messagesPath(_ conversation: ConversationID, _ message: RemoteID? = nil, _ suffix: String? = nil) -> String {
+        var path = "/conversations/\(Self.encode(conversation.rawValue))/messages"
+        if let message { path += "/\(Self.encode(message.rawValue))" }
+        if let suffix { path += "/\(suffix)" }
+        return path
+    }
+
+    /// Whether `url` is on the server's origin (only then does it get the bearer token).
+    func isSameOrigin(_ url: URL) -> Bool {
+        url.scheme?.lowercased() == baseURL.scheme?.lowercased() && url.host?.lowercased() == baseURL.host?.lowercased()
+            && (url.port ?? Self.defaultPort(url.scheme)) == (baseURL.port ?? Self.defaultPort(baseURL.scheme))
+    }
+
+    private static func defaultPort(_ scheme: String?) -> Int { scheme?.lowercased() == "https" ? 443 : 80 }
+
+    /// Sends a JSON request (or none) and returns the parsed JSON answer; non-2xx answers throw core errors.
+    func json(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: JSONValue? = nil) async throws
+        -> (status: Int, value: JSONValue) {
+        var headers = HTTPHeaders()
+        if body != nil { headers.add("Content-Type", "application/json") }
+        let request = HTTPRequest(method: method, url: url(path, query), headers: headers,
+                                  body: body.map { Data($0.serialized.utf8) }, timeout: .seconds(30))
+        let response = try await send(request)
+        guard let value = JSONValue.parseOrNil(response.body) else {
+            throw SwitchboardError(.transport, "the server answered \(method) \(path) with invalid JSON", retryable: true)
+        }
+        return (response.status, value)
+    }
+
+    /// Sends `request` with the bearer token (same origin only); a non-2xx answer becomes a `SwitchboardError`.
+    func send(_ request: HTTPRequest, upload: Data? = nil, progress: (@Sendable (Double) -> Void)? = nil) async throws
+        -> HTTPResponse {
+        if faults?.isOffline(localUser) == true {
+            throw SwitchboardError(.transport, "offline (injected)", retryable: true)
+        }
+        var request = request
+        if isSameOrigin(request.url) {
+            request.headers.remove("Authorization")
+            request.headers.add("Authorization", "Bearer \(currentToken)")
+        }
+        let response: HTTPResponse
+        do {
+            if let upload {
+                response = try await http.upload(request, body: upload, progress: progress ?? { _ in })
+            } else {
+                response = try await http.send(request)
+            }
+        } catch is CancellationError {
+            throw SwitchboardError(.cancelled, "cancelled", retryable: true)
+        } catch {
+            throw SwitchboardError(.transport, "request to the Socket.IO-style server failed: \(error)", retryable: true)
+        }
+        guard response.isSuccess else { throw Self.error(for: response) }
+        return response
+    }
+
+    /// The core error for a failed answer, from WIRE.md's `{"error":{"code","message"}}`.
+    static func error(for response: HTTPResponse) -> SwitchboardError {
+        let body = JSONValue.parseOrNil(response.body)
+        let code = body?["error"]?["code"]?.stringValue ?? ""
+        let message = body?["error"]?["message"]?.stringValue ?? String(decoding: response.body.prefix(200), as: UTF8.self)
+        let text = "HTTP \(response.status)\(code.isEmpty ? "" : " \(code)"): \(message)"
+        switch (response.status, code) {
+        case (401, _): return SwitchboardError(.unauthorized, text, retryable: true)
+        case (403, "edit_window_closed"): return SwitchboardError(.editWindowExpired, text)
+        case (403, "delete_window_closed"): return SwitchboardError(.deleteWindowExpired, text)
+        case (403, "not_sender"): return SwitchboardError(.notOwner, text)
+        case (403, _): return SwitchboardError(.refused, text)
+        case (404, _): return SwitchboardError(.notFound, text)
+        case (409, _): return SwitchboardError(.conflict, text)
+        case (413, _): return SwitchboardError(.contentTooLarge, text)
+        case (408, _), (429, _): return SwitchboardError(.transport, text, retryable: true)
+        case (400..<500, _): return SwitchboardError(.invalidArgument, text)
+        default: return SwitchboardError(.transport, text, retryable: true)
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import SocketIOAdapter
+import SwitchboardConformance
+import SwitchboardCore
+import SwitchboardNet
+
+/// Runs the conformance kit against a running Socket-style server: per scenario it registers two fresh users
+/// (`POST /auth/register`), creates a conversation of the two, and builds adapters signed in with their tokens.
+public struct SocketIOHarness: ConformanceHarness {
+    /// The server's base URL.
+    public let baseURL: URL
+    /// The first reconnect delay of the adapters it builds (nil: the adapter's 1 s).
+    public var reconnectInitialDelay: Duration?
+    private let http: HTTPClient
+
+    /// A harness for the server at `baseURL`.
+    public init(baseURL: URL, http: HTTPClient = HTTPClient()) {
+        self.baseURL = baseURL
+        self.http = http
+    }
+
+    /// `socketio`.
+    public var adapterName: String { "socketio" }
+
+    /// Registers `user` and returns its bearer token.
+    public func register(_ user: UserID) async throws -> String {
+        let answer = try await post("/auth/register", body: ["userId": .string(user.rawValue)], token: nil)
+        guard let token = answer["token"]?.stringValue else {
+            throw SwitchboardError(.transport, "registering \(user): the answer has no token")
+        }
+        return token
+    }
+
+    /// Creates conversation `id` as the user of `token` with `members` (the creator is always one).
+    public func createConversation(_ id: ConversationID, members: [UserID], token: String) async throws {
+        let body: JSONValue = ["id": .string(id.rawValue), "members": .array(members.map { .string($0.rawValue) })]
+        _ = try await post("/conversations", body: body, token: token)
+    }
+
+    /// A new conversation of two new users on the server, and adapters for them sharing one fault injector.
+    public func makeFixture() async throws -> ConformanceFixture {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let alice = UserID("alice-\(suffix)"), bob = UserID("bob-\(suffix)")
+        let tokens = [alice: try await register(alice), bob: try await register(bob)]
+        let conversation = ConversationID("conformance-\(suffix)")
+        try await createConversation(conversation, members: [alice, bob], token: tokens[alice] ?? "")
+        let faults = AdapterFaults()
+        let baseURL = self.baseURL, http = self.http, initialDelay = reconnectInitialDelay
+        return ConformanceFixture(
+            conversation: conversation, alice: alice, bob: bob,
+            makeAdapter: { user in
+                guard let token = tokens[user] else {
+                    throw SwitchboardError(.unauthorized, "the fixture has no token for \(user)")
+                }
+                var configuration = SocketIOAdapter.Configuration(baseURL: baseURL, token: token, localUser: user)
+                configuration.faults = faults
+                if let initialDelay { configuration.reconnectInitialDelay = initialDelay }
+                return SocketIOAdapter(configuration: configuration, http: http)
+            },
+            faults: faults, clock: ManualClock())
+    }
+
+    /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
+    public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
+        injector as? AdapterFaults
+    }
+
+    private func post(_ path: String, body: JSONValue, token: String?) async throws -> JSONValue {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        guard let url = URL(string: text + path) else { throw SwitchboardError(.invalidArgument, "bad URL \(text + path)") }
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json")
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        let response = try await http.send(HTTPRequest(method: .post, url: url, headers: headers,
+                                                       body: Data(body.serialized.utf8), timeout: .seconds(30)))
+        guard response.isSuccess, let answer = JSONValue.parseOrNil(response.body) else {
+            throw SwitchboardError(.transport, "POST \(path) failed: HTTP \(response.status) "
+                                   + String(decoding: response.body.prefix(300), as: UTF8.self))
+        }
+        return answer
+    }
+}
