@@ -108,7 +108,7 @@ let package = Package(
                     dependencies: ["SwitchboardBridge", "SwitchboardStore", "SwitchboardCore", "MemoryAdapter",
                                    "SupabaseServer", "SupabaseAdapter", "SupabaseConformance", "XMTPNode", "XMTPAdapter",
                                    "XMTPConformance", "XMTPCrypto", "XMTPCodec", "SwitchboardPostgresStore", "SwitchboardPostgres",
-                                   "SwitchboardNet", "TestSupport"],
+                                   "SwitchboardNet", "TestSupport", "SocketIOServer", "SocketIOAdapter", "SocketIOConformance"],
                     path: "Tests/SwitchboardBridgeTests"),
         .testTarget(name: "SupabaseServerTests",
                     dependencies: ["SupabaseServer", "SupabaseProtocol", "SwitchboardPostgres", "SwitchboardNet", "TestSupport"],
