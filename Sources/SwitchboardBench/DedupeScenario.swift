@@ -12,22 +12,51 @@ enum DedupeScenario {
     /// Runs the scenario.
     static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
         let count = options.size(quick: 20_000, full: 100_000, floor: 5)
-        var rates: [Double] = [], worstRenders: [Double] = []
+        var rates: [Double] = [], worstRenders: [Double] = [], floors: [Double] = []
         for _ in 0..<options.runs {
             let directory = try BenchDirectory("dedupe")
             defer { directory.remove() }
             let result = try await reconcile(count: count, store: directory.path("engine.sqlite"))
             rates.append(Double(count) / result.seconds)
             worstRenders.append(Double(result.maxRenders))
+            floors.append(try persistenceFloor(count: count, path: directory.path("plain.sqlite")))
         }
         let note = "\(count) distinct messages per run, each delivered \(copies)× on the live stream "
-            + "(repeats trail by 1 and 2 places); rate counts distinct events (deliveries/s = \(copies)× that)"
+            + "(repeats trail by 1 and 2 places); rate counts distinct events (deliveries/s = \(copies)× that); "
+            + "the baseline is the storage floor: the two rows every new message needs, inserted by plain SQLite"
         return ([
             BenchFigure(scenario: "dedupe", figure: "events reconciled", unit: "events/s", summary: BenchSummary(rates),
+                        baseline: BenchBaseline(name: "plain SQLite: message + ID-map row per event, 1,000 per tx",
+                                                unit: "events/s", summary: BenchSummary(floors)),
                         goal: .atLeast(200_000), note: note),
             BenchFigure(scenario: "dedupe", figure: "renders per event (max)", unit: "renders",
                         summary: BenchSummary(worstRenders), goal: .atMost(1)),
         ], [])
+    }
+
+    /// Events/s a bare SQLite loop reaches storing what reconciling a new message must store: its row and its
+    /// ID-map row (same schemas and indexes as the store), 1,000 events per transaction, no reads, no events.
+    static func persistenceFloor(count: Int, path: String) throws -> Double {
+        let connection = try SQLiteBaseline.open(path, schema: SQLiteBaseline.messagesSchema + SQLiteBaseline.idMapSchema)
+        defer { connection.close() }
+        let base = Int64(1_800_000_000_000_000)
+        let ids = (0..<count).map { _ in UUID().uuidString.lowercased() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        for chunk in stride(from: 0, to: count, by: 1000) {
+            try connection.execute("BEGIN IMMEDIATE")
+            for index in chunk..<min(count, chunk + 1000) {
+                try connection.execute("""
+                    INSERT INTO messages (id, conversation, sender, text, metadata, ts, has_server_ts, delivery, is_outgoing)
+                    VALUES (?, 'bench-dedupe', 'bob', ?, '{}', ?, 1, 'received', 0)
+                    """, [ids[index], "incoming message \(index)", base + Int64(index) * 1000])
+                try connection.execute("""
+                    INSERT INTO id_map (message_id, backend, conversation, remote_id, part) VALUES (?, 'memory', 'bench-dedupe', ?, 0)
+                    """, [ids[index], "remote-\(index)"])
+            }
+            try connection.execute("COMMIT")
+        }
+        return Double(count) / BenchStatistics.seconds(clock.now - start)
     }
 
     /// Feeds `count` messages × `copies` through the live stream; returns the seconds until the last one rendered
