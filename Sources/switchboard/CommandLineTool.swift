@@ -61,9 +61,10 @@ enum CommandLineTool {
           --data-dir DIR          keep the demo's store there (default: a temporary folder)
 
       conformance               Run the conformance kit against an adapter.
-          --adapter A             memory | supabase | xmtp
+          --adapter A             memory | supabase | xmtp | socketio
           --url URL               supabase: the server's base URL (e.g. from `serve supabase`);
-                                  xmtp: the node's base URL (e.g. from `serve xmtp`)
+                                  xmtp: the node's base URL (e.g. from `serve xmtp`);
+                                  socketio: the server's base URL (e.g. from `serve socketio`)
           --jwt-secret S          supabase: the server's JWT secret, to mint member tokens
           --id-scheme S           client | content | server (memory; default client)
           --echo-only             server scheme: learn the ID only from the echo

@@ -38,30 +38,29 @@ struct SocketIOWireTests {
         #expect(SocketIOTimestamp.parse("not a date") == nil)
     }
 
-    @Test("reaction sets become add/remove changes; a stale copy reports the message only")
-    func reactionDiffs() throws {
+    @Test("standing reactions map to active changes, tombstones to removals, with no memory; a stale copy reports the message only")
+    func reactionMapping() throws {
         let mapper = SocketIOChangeMapper(localUser: "carol")
         let first = try #require(mapper.changes(for: Self.object))
         #expect(first.changes.count == 3)  // message, 👍 active, read receipt
-        var replaced = Self.object
-        if case .object(var members) = replaced {
-            members = members.map { $0.key == "reactions" ? ($0.key, [["userId": "bob", "emoji": "❤️", "at": "2026-11-30T10:00:03Z"]])
-                                                          : $0.key == "version" ? ($0.key, 60) : $0 }
-            replaced = .object(members)
-        }
-        let second = try #require(mapper.changes(for: replaced))
-        let reactions = second.changes.compactMap { change -> RemoteReaction? in
-            if case .reaction(let reaction) = change { return reaction }
-            return nil
-        }
-        #expect(reactions.map(\.symbol) == ["👍", "❤️"])
-        #expect(reactions.map(\.isActive) == [false, true])
+        let replaced = Self.copy(reactions: [["userId": "bob", "emoji": "❤️", "at": "2026-11-30T10:00:03Z"]],
+                                 removed: [["userId": "bob", "emoji": "👍", "at": "2026-11-30T10:00:03Z"]], version: 60)
+        #expect(Self.reactionChanges(mapper.changes(for: replaced)) == ["bob:👍:false", "bob:❤️:true"])
+        let removal = try #require(Self.reactions(mapper.changes(for: replaced)).first)
+        #expect(removal.at == SocketIOTimestamp.parse("2026-11-30T10:00:03Z"), "a removal carries the tombstone's time")
+        // A fresh mapper (an app restart) reports the same: nothing is derived from memory.
+        #expect(Self.reactionChanges(SocketIOChangeMapper(localUser: "carol").changes(for: replaced))
+                == ["bob:👍:false", "bob:❤️:true"])
         let stale = try #require(mapper.changes(for: Self.object))
         #expect(stale.changes.count == 1)
+        // A pair listed as standing and removed at once (not per WIRE.md) counts as standing.
+        let both = Self.copy(reactions: [["userId": "bob", "emoji": "❤️", "at": "2026-11-30T10:00:04Z"]],
+                             removed: [["userId": "bob", "emoji": "❤️", "at": "2026-11-30T10:00:03Z"]], version: 61)
+        #expect(Self.reactionChanges(mapper.changes(for: both)) == ["bob:❤️:true"])
     }
 
-    /// `object` with `reactions` and `version` replaced.
-    static func copy(reactions: JSONValue, version: Int64) -> JSONValue {
+    /// `object` with `reactions`, `removedReactions` and `version` replaced.
+    static func copy(reactions: JSONValue, removed: JSONValue = [], version: Int64) -> JSONValue {
         guard case .object(let members) = object else { return object }
         return .object(members.map { member in
             switch member.key {
@@ -69,14 +68,20 @@ struct SocketIOWireTests {
             case "version": (member.key, .int(version))
             default: member
             }
-        })
+        } + [(key: "removedReactions", value: removed)])
     }
 
-    static func reactionChanges(_ mapped: (message: RemoteMessage, version: Int64, changes: [RemoteChange])?) -> [String] {
+    /// The reaction changes of a mapped copy.
+    static func reactions(_ mapped: (message: RemoteMessage, version: Int64, changes: [RemoteChange])?) -> [RemoteReaction] {
         (mapped?.changes ?? []).compactMap { change in
-            if case .reaction(let reaction) = change { return "\(reaction.user):\(reaction.symbol):\(reaction.isActive)" }
+            if case .reaction(let reaction) = change { return reaction }
             return nil
         }
+    }
+
+    /// The reaction changes of a mapped copy as `user:symbol:isActive`.
+    static func reactionChanges(_ mapped: (message: RemoteMessage, version: Int64, changes: [RemoteChange])?) -> [String] {
+        reactions(mapped).map { "\($0.user):\($0.symbol):\($0.isActive)" }
     }
 
     @Test("the local user's own reaction echoes never undo a later tap; changes from elsewhere still arrive")
@@ -85,12 +90,27 @@ struct SocketIOWireTests {
         #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: [], version: 10))) == [])
         mapper.beginOwnWrite("c1", "42")
         let thumbs: JSONValue = [["userId": "alice", "emoji": "👍", "at": "2026-11-30T10:00:01Z"]]
-        #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: thumbs, version: 11))) == [])
+        #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: thumbs, version: 11))) == [],
+                "nothing of alice's while her write is in flight")
         mapper.endOwnWrite("c1", "42", answer: Self.copy(reactions: thumbs, version: 11))
-        #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: thumbs, version: 11))) == [])
-        let heart: JSONValue = [["userId": "alice", "emoji": "❤️", "at": "2026-11-30T10:00:02Z"]]
-        #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: heart, version: 12)))
-                == ["alice:👍:false", "alice:❤️:true"])
+        #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: thumbs, version: 11))) == [],
+                "the echo of her own write")
+        // Bob reacts later; the copy still shows alice's 👍 from her answer, which a later tap of hers may have
+        // replaced already in the engine: only bob's change is reported.
+        let withBob: JSONValue = [["userId": "alice", "emoji": "👍", "at": "2026-11-30T10:00:01Z"],
+                                  ["userId": "bob", "emoji": "😂", "at": "2026-11-30T10:00:05Z"]]
+        #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: withBob, version: 13))) == ["bob:😂:true"])
+        // Alice's other device replaces 👍 with ❤️: newer than her last answer, so it is reported.
+        let elsewhere: JSONValue = [["userId": "bob", "emoji": "😂", "at": "2026-11-30T10:00:05Z"],
+                                    ["userId": "alice", "emoji": "❤️", "at": "2026-11-30T10:00:06Z"]]
+        let replaced = Self.copy(reactions: elsewhere, removed: [["userId": "alice", "emoji": "👍", "at": "2026-11-30T10:00:06Z"]],
+                                 version: 14)
+        #expect(Self.reactionChanges(mapper.changes(for: replaced)) == ["alice:👍:false", "bob:😂:true", "alice:❤️:true"])
+        #expect(Self.reactionChanges(mapper.changes(for: Self.copy(reactions: thumbs, version: 11))) == [],
+                "a late copy older than one seen")
+        // After a restart (a fresh mapper) alice's own pairs are reported like anyone's.
+        #expect(Self.reactionChanges(SocketIOChangeMapper(localUser: "alice").changes(for: replaced))
+                == ["alice:👍:false", "bob:😂:true", "alice:❤️:true"])
     }
 
     @Test("prepare encodes the POST body with the MessageID as clientMessageId and no backend ID yet")

@@ -138,8 +138,8 @@ struct PythonInteropTests {
             #expect(lines["CONNECTED"] == [true, "websocket", true])
             #expect(lines["MESSAGES"] == ["hello 0", "hello 1"])
             #expect(lines["MESSAGE_FIELDS"] == ["attachments", "clientMessageId", "conversationId", "createdAt", "deletedAt",
-                                                "editedAt", "id", "metadata", "reactions", "receipts", "replyTo", "senderId",
-                                                "text", "version"])
+                                                "editedAt", "id", "metadata", "reactions", "receipts", "removedReactions",
+                                                "replyTo", "senderId", "text", "version"])
             #expect(lines["MESSAGE_IDS_MATCH"] == true)
             let changes = lines["CHANGE_EVENTS"]?.arrayValue?.compactMap { $0.arrayValue?.first?.stringValue } ?? []
             #expect(changes == ["message:edited", "message:reaction", "message:receipt", "message:deleted"])

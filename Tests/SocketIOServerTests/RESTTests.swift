@@ -295,6 +295,61 @@ struct RESTTests {
         }
     }
 
+    /// `userId:emoji` of every entry of a message's `removedReactions` (or `reactions`), in order.
+    private func pairs(_ message: [String: Any], _ key: String = "removedReactions") -> [String] {
+        (message[key] as? [[String: Any]] ?? []).map { "\($0["userId"] as? String ?? "?"):\($0["emoji"] as? String ?? "?")" }
+    }
+
+    @Test("replaced and removed reactions stay as tombstones with rising versions; re-adding revives; delta sync carries them")
+    func reactionTombstones() async throws {
+        try await SocketIOHarness.with { harness in
+            let alice = try await harness.register("alice"), bob = try await harness.register("bob")
+            try await harness.createConversation("c1", members: ["bob"], token: alice)
+            let id = try #require(try await harness.send("c1", "hi", token: alice)["id"] as? String)
+            let path = "/conversations/c1/messages/\(id)/reaction"
+            /// The `version` of a reply's message.
+            func version(_ reply: Reply) -> Int { (reply.message["version"] as? NSNumber)?.intValue ?? -1 }
+
+            let thumbs = try await harness.call(.put, path, json: ["emoji": "👍"], token: bob)
+            #expect(pairs(thumbs.message) == [])
+            let cursor = version(thumbs)
+            let heart = try await harness.call(.put, path, json: ["emoji": "❤️"], token: bob)
+            #expect(pairs(heart.message, "reactions") == ["bob:❤️"])
+            #expect(pairs(heart.message) == ["bob:👍"], "a replaced emoji becomes a tombstone")
+            let removedAt = try #require((heart.message["removedReactions"] as? [[String: Any]])?.first?["at"] as? String)
+            #expect(removedAt.hasSuffix("Z") && removedAt.count == 24, "an RFC 3339 time with milliseconds: \(removedAt)")
+            #expect(version(heart) > cursor)
+
+            try await Task.sleep(for: .milliseconds(5))
+            let removed = try await harness.call(.delete, path, token: bob)
+            #expect(pairs(removed.message, "reactions") == [])
+            #expect(pairs(removed.message) == ["bob:👍", "bob:❤️"], "a removed emoji becomes a tombstone")
+            #expect(version(removed) > version(heart))
+            let again = try await harness.call(.delete, path, token: bob)
+            #expect(version(again) == version(removed), "removing nothing is a no-op")
+
+            // The delta sync after the first reaction carries the latest state, tombstones included.
+            let changed = try await harness.history("c1", query: "?afterMessageId=\(cursor)", token: alice)
+            #expect(changed.ids == [id])
+            #expect(changed.versions == [version(removed)])
+            #expect(pairs(changed.messages[0]) == ["bob:👍", "bob:❤️"])
+
+            let revived = try await harness.call(.put, path, json: ["emoji": "👍"], token: bob)
+            #expect(pairs(revived.message, "reactions") == ["bob:👍"])
+            #expect(pairs(revived.message) == ["bob:❤️"], "a re-added emoji leaves the tombstones")
+            #expect(version(revived) > version(removed))
+            let swapped = try await harness.call(.put, path, json: ["emoji": "❤️"], token: bob)
+            #expect(pairs(swapped.message, "reactions") == ["bob:❤️"])
+            #expect(pairs(swapped.message) == ["bob:👍"], "at most one tombstone per pair")
+            #expect(version(swapped) > version(revived))
+            let aliceThumbs = try await harness.call(.put, path, json: ["emoji": "👍"], token: alice)
+            #expect(pairs(aliceThumbs.message, "reactions").sorted() == ["alice:👍", "bob:❤️"])
+            #expect(pairs(aliceThumbs.message) == ["bob:👍"], "tombstones are per user")
+            let final = try await harness.history("c1", query: "?afterMessageId=\(version(swapped))", token: alice)
+            #expect(final.versions == [version(aliceThumbs)])
+        }
+    }
+
     @Test("uploads: digest checked, size limited, files served by random id only, traversal refused")
     func uploads() async throws {
         try await SocketIOHarness.with(configure: { $0.maxUploadSize = 1000 }) { harness in

@@ -67,13 +67,27 @@ public enum SocketIOWire {
         json["version"]?.intValue ?? json["version"]?.stringValue.flatMap { Int64($0) }
     }
 
-    /// The standing reactions of a message object.
+    /// The standing reactions of a message object (`reactions`), as active changes.
     public static func reactions(_ json: JSONValue, target: RemoteID, conversation: ConversationID) -> [RemoteReaction] {
-        (json["reactions"]?.arrayValue ?? []).compactMap { item in
+        reactionList(json["reactions"], isActive: true, target: target, conversation: conversation)
+    }
+
+    /// The tombstones of a message object (`removedReactions`: removed or replaced pairs, `at` the removal time),
+    /// as inactive changes; a pair that also stands in `reactions` is left out.
+    public static func removedReactions(_ json: JSONValue, target: RemoteID, conversation: ConversationID) -> [RemoteReaction] {
+        let standing = Set(reactions(json, target: target, conversation: conversation).map { [$0.user.rawValue, $0.symbol] })
+        return reactionList(json["removedReactions"], isActive: false, target: target, conversation: conversation)
+            .filter { !standing.contains([$0.user.rawValue, $0.symbol]) }
+    }
+
+    /// The `{"userId","emoji","at"}` items of `list` as reaction changes with `isActive`.
+    private static func reactionList(_ list: JSONValue?, isActive: Bool, target: RemoteID, conversation: ConversationID)
+        -> [RemoteReaction] {
+        (list?.arrayValue ?? []).compactMap { item in
             guard let user = item["userId"]?.stringValue, let emoji = item["emoji"]?.stringValue else { return nil }
             let at = item["at"]?.stringValue.flatMap(SocketIOTimestamp.parse) ?? Date(timeIntervalSince1970: 0)
             return RemoteReaction(target: target, conversation: conversation, user: UserID(user), symbol: emoji,
-                                  isActive: true, at: at)
+                                  isActive: isActive, at: at)
         }
     }
 
@@ -88,37 +102,29 @@ public enum SocketIOWire {
     }
 }
 
-/// What one message object means as changes: the message, then reaction changes (removals first), then receipts.
+/// What one message object means as changes: the message, then its reactions (tombstones from
+/// `removedReactions` as removals first, then the standing ones), then receipts.
 ///
-/// The wire carries a message's reactions as a set, the core as add/remove changes, so the mapper remembers the
-/// last set (and version) it reported per message and reports removals against it. A copy older than the last one
-/// seen (a REST answer overtaken by a live event) reports the message only. The local user's own reactions are
-/// applied optimistically by the engine, so for them only real differences are reported, and none while one of
-/// the user's own reaction writes on that message is in flight or from copies older than its answer (late echoes
-/// of an earlier tap must not undo a later one). The memory is bounded; a message it forgot (or never saw, after
-/// a restart) reports its standing reactions but no removals.
+/// A message object carries every (user, emoji) pair that ever stood, as standing or removed, so it maps to
+/// reaction changes on its own: any mapper, fresh after a restart or not, converges by delta sync alone. The
+/// mapper remembers only ordering, per message and bounded:
+/// - the largest `version` seen: a copy older than that (a REST answer overtaken by a live event) reports the
+///   message only;
+/// - for the local user's own reactions, which the engine applies optimistically: none are reported while one of
+///   the user's reaction writes on that message is in flight, nor any whose `at` is not after the newest own pair
+///   in the answer to the user's last write there (late echoes of an earlier tap must not undo a later one).
 final class SocketIOChangeMapper: Sendable {
-    private struct Seen {
-        var version: Int64
-        var reactions: Set<ReactionKey>
+    /// What the mapper remembers about one message.
+    private struct Entry {
+        /// The largest version seen.
+        var version: Int64 = 0
+        /// The local user's reaction writes in flight.
+        var ownWrites = 0
+        /// The newest `at` of the local user's pairs in the answer to their last write (what the engine shows).
+        var ownHorizon: Date?
     }
 
-    private struct ReactionKey: Hashable {
-        var user: String
-        var symbol: String
-    }
-
-    private struct OwnWrites {
-        var inFlight = 0
-        var floor: Int64 = 0
-    }
-
-    private struct State {
-        var seen: [String: Seen] = [:]
-        var own: [String: OwnWrites] = [:]
-    }
-
-    private let state = Mutex(State())
+    private let state = Mutex<[String: Entry]>([:])
     private let localUser: UserID
     private let capacity: Int
 
@@ -128,34 +134,46 @@ final class SocketIOChangeMapper: Sendable {
         self.capacity = capacity
     }
 
+    /// The memory key of a message.
     private static func key(_ conversation: ConversationID, _ message: RemoteID) -> String {
         conversation.rawValue + "\u{1F}" + message.rawValue
     }
 
+    /// The entry for `key`; a new one first makes room when the memory is full (forgetting an idle message).
+    private func entry(_ entries: inout [String: Entry], _ key: String) -> Entry {
+        if let entry = entries[key] { return entry }
+        if entries.count >= capacity,
+           let victim = entries.first(where: { $0.value.ownWrites == 0 })?.key ?? entries.keys.first {
+            entries[victim] = nil
+        }
+        return Entry()
+    }
+
     /// Marks one of the local user's reaction writes on `message` as started.
     func beginOwnWrite(_ conversation: ConversationID, _ message: RemoteID) {
-        state.withLock { $0.own[Self.key(conversation, message), default: OwnWrites()].inFlight += 1 }
+        let key = Self.key(conversation, message)
+        state.withLock { entries in
+            var entry = entry(&entries, key)
+            entry.ownWrites += 1
+            entries[key] = entry
+        }
     }
 
     /// Marks it finished; `answer` (the message the server returned, nil on failure) is what the engine now shows
-    /// for the local user's reactions.
+    /// for the local user's reactions, so no own pair dated at or before its newest own `at` is reported again.
     func endOwnWrite(_ conversation: ConversationID, _ message: RemoteID, answer: JSONValue?) {
         let key = Self.key(conversation, message)
-        let user = localUser.rawValue
-        let mine = answer.map { json in
-            Set(SocketIOWire.reactions(json, target: message, conversation: conversation)
-                .filter { $0.user.rawValue == user }.map { ReactionKey(user: user, symbol: $0.symbol) })
+        let user = localUser
+        let newest = answer.flatMap { json in
+            (SocketIOWire.reactions(json, target: message, conversation: conversation)
+             + SocketIOWire.removedReactions(json, target: message, conversation: conversation))
+                .filter { $0.user == user }.map(\.at).max()
         }
-        let version = answer.flatMap(SocketIOWire.version)
-        state.withLock { state in
-            var own = state.own[key] ?? OwnWrites()
-            own.inFlight = max(0, own.inFlight - 1)
-            if let version { own.floor = max(own.floor, version) }
-            state.own[key] = own.inFlight == 0 && own.floor == 0 ? nil : own
-            guard let mine else { return }
-            var seen = state.seen[key] ?? Seen(version: 0, reactions: [])
-            seen.reactions = seen.reactions.filter { $0.user != user }.union(mine)
-            state.seen[key] = seen
+        state.withLock { entries in
+            var entry = entry(&entries, key)
+            entry.ownWrites = max(0, entry.ownWrites - 1)
+            if let newest { entry.ownHorizon = max(entry.ownHorizon ?? newest, newest) }
+            entries[key] = entry
         }
     }
 
@@ -163,43 +181,23 @@ final class SocketIOChangeMapper: Sendable {
     func changes(for json: JSONValue) -> (message: RemoteMessage, version: Int64, changes: [RemoteChange])? {
         guard let message = SocketIOWire.message(json) else { return nil }
         let version = SocketIOWire.version(json) ?? 0
-        let standing = SocketIOWire.reactions(json, target: message.remoteID, conversation: message.conversation)
-        let user = localUser.rawValue
-        let current = Set(standing.map { ReactionKey(user: $0.user.rawValue, symbol: $0.symbol) })
         let key = Self.key(message.conversation, message.remoteID)
-        let diff: (removed: [ReactionKey], added: Set<ReactionKey>)? = state.withLock { state in
-            let previous = state.seen[key]
-            if let previous, previous.version > version { return nil }
-            if previous == nil, state.seen.count >= capacity, let victim = state.seen.keys.first {
-                state.seen[victim] = nil
-                state.own[victim] = nil
-            }
-            let own = state.own[key] ?? OwnWrites()
-            let skipMine = own.inFlight > 0 || version < own.floor
-            let before = previous?.reactions ?? []
-            var next = current.filter { $0.user != user }
-            var removed = before.filter { $0.user != user }.subtracting(next)
-            var added = next
-            if skipMine {
-                next.formUnion(before.filter { $0.user == user })
-            } else {
-                let mineBefore = before.filter { $0.user == user }, mineNow = current.filter { $0.user == user }
-                removed.formUnion(mineBefore.subtracting(mineNow))
-                added.formUnion(mineNow.subtracting(mineBefore))
-                next.formUnion(mineNow)
-            }
-            state.seen[key] = Seen(version: max(previous?.version ?? 0, version), reactions: next)
-            return (removed.sorted { ($0.user, $0.symbol) < ($1.user, $1.symbol) }, added)
+        let verdict: (writing: Bool, horizon: Date?)? = state.withLock { entries in
+            var entry = entry(&entries, key)
+            guard entry.version <= version else { return nil }
+            entry.version = version
+            entries[key] = entry
+            return (entry.ownWrites > 0, entry.ownHorizon)
         }
         var changes: [RemoteChange] = [.message(message)]
-        guard let diff else { return (message, version, changes) }
-        let now = Date()
-        for gone in diff.removed {
-            changes.append(.reaction(RemoteReaction(target: message.remoteID, conversation: message.conversation,
-                                                    user: UserID(gone.user), symbol: gone.symbol, isActive: false, at: now)))
-        }
-        changes += standing.filter { diff.added.contains(ReactionKey(user: $0.user.rawValue, symbol: $0.symbol)) }
-            .map(RemoteChange.reaction)
+        guard let verdict else { return (message, version, changes) }
+        let user = localUser
+        let reactions = SocketIOWire.removedReactions(json, target: message.remoteID, conversation: message.conversation)
+            + SocketIOWire.reactions(json, target: message.remoteID, conversation: message.conversation)
+        changes += reactions.filter { reaction in
+            guard reaction.user == user else { return true }
+            return !verdict.writing && verdict.horizon.map { reaction.at > $0 } ?? true
+        }.map(RemoteChange.reaction)
         changes += SocketIOWire.receipts(json, target: message.remoteID, conversation: message.conversation)
             .map(RemoteChange.receipt)
         return (message, version, changes)

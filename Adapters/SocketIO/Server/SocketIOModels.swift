@@ -1,14 +1,19 @@
 import Foundation
 import SwitchboardCore
 
-/// One user's reaction on a message (one per user).
+/// One user's reaction on a message (one per user), or the tombstone of a removed or replaced one.
 struct SocketIOReaction: Sendable, Hashable {
     /// Who reacted.
     var userID: String
     /// The emoji.
     var emoji: String
-    /// When, milliseconds since 1970.
+    /// When it was set (a tombstone: removed), milliseconds since 1970.
     var atMs: Int64
+
+    /// `{"userId","emoji","at"}`.
+    var json: JSONValue {
+        .object([("userId", .string(userID)), ("emoji", .string(emoji)), ("at", .string(SocketIOTime.format(ms: atMs)))])
+    }
 }
 
 /// How far a member got with a message; receipts only move forward.
@@ -86,6 +91,8 @@ struct SocketIOMessage: Sendable, Hashable {
     var deletedMs: Int64?
     /// One reaction per user, oldest first.
     var reactions: [SocketIOReaction]
+    /// Removed or replaced (user, emoji) pairs, oldest removal first; at most one per pair, none that stands again.
+    var removedReactions: [SocketIOReaction]
     /// One receipt per user, by user ID.
     var receipts: [SocketIOReceipt]
     /// The sequence value of the latest change (`id` until the first change).
@@ -96,7 +103,7 @@ struct SocketIOMessage: Sendable, Hashable {
 
     /// The wire object of WIRE.md.
     var json: JSONValue {
-        .object([
+        let members: [(key: String, value: JSONValue)] = [
             ("id", .string(String(id))),
             ("conversationId", .string(conversationID)),
             ("clientMessageId", .string(clientMessageID)),
@@ -108,16 +115,15 @@ struct SocketIOMessage: Sendable, Hashable {
             ("createdAt", .string(SocketIOTime.format(ms: createdMs))),
             ("editedAt", editedMs.map { .string(SocketIOTime.format(ms: $0)) } ?? .null),
             ("deletedAt", deletedMs.map { .string(SocketIOTime.format(ms: $0)) } ?? .null),
-            ("reactions", .array(reactions.map { reaction in
-                .object([("userId", .string(reaction.userID)), ("emoji", .string(reaction.emoji)),
-                         ("at", .string(SocketIOTime.format(ms: reaction.atMs)))])
-            })),
+            ("reactions", .array(reactions.map(\.json))),
+            ("removedReactions", .array(removedReactions.map(\.json))),
             ("receipts", .array(receipts.map { receipt in
                 .object([("userId", .string(receipt.userID)), ("state", .string(receipt.state.name)),
                          ("at", .string(SocketIOTime.format(ms: receipt.atMs)))])
             })),
             ("version", .number(String(version))),
-        ])
+        ]
+        return .object(members)
     }
 }
 

@@ -359,9 +359,10 @@ final class SocketIOService: Sendable {
                 throw SocketIOServerError.notFound("message \(id) not found")
             }
             if !remove && before.isDeleted { throw SocketIOServerError.conflict("message \(id) is deleted") }
+            let now = SocketIOTime.nowMs()
             let after = remove
-                ? try store.removeReaction(conversation: conversation, id: id, userID: user)
-                : try store.setReaction(conversation: conversation, id: id, userID: user, emoji: emoji, nowMs: SocketIOTime.nowMs())
+                ? try store.removeReaction(conversation: conversation, id: id, userID: user, nowMs: now)
+                : try store.setReaction(conversation: conversation, id: id, userID: user, emoji: emoji, nowMs: now)
             guard let after else { throw SocketIOServerError.notFound("message \(id) not found") }
             return (after, after.version == before.version ? nil : "message:reaction")
         }

@@ -5,7 +5,7 @@ import SwitchboardCore
 import SwitchboardSQLite
 
 /// The server's durable state in one SQLite file (WAL): users and token hashes, conversations and members,
-/// messages with reactions and receipts, uploads.
+/// messages with reactions (and tombstones of removed or replaced ones) and receipts, uploads.
 ///
 /// Every access is serialised by a mutex. Message IDs and versions come from one global sequence (the
 /// `sequence` table), so "changed after position X" is `version > X`. SQL is always bound, never interpolated.
@@ -40,6 +40,9 @@ final class SocketIOStore: Sendable {
             CREATE TABLE IF NOT EXISTS reactions (message_id INTEGER NOT NULL REFERENCES messages(id),
                 user_id TEXT NOT NULL, emoji TEXT NOT NULL, at_ms INTEGER NOT NULL,
                 PRIMARY KEY (message_id, user_id)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS removed_reactions (message_id INTEGER NOT NULL REFERENCES messages(id),
+                user_id TEXT NOT NULL, emoji TEXT NOT NULL, at_ms INTEGER NOT NULL,
+                PRIMARY KEY (message_id, user_id, emoji)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS receipts (message_id INTEGER NOT NULL REFERENCES messages(id),
                 user_id TEXT NOT NULL, state INTEGER NOT NULL, at_ms INTEGER NOT NULL,
                 PRIMARY KEY (message_id, user_id)) WITHOUT ROWID;
@@ -163,14 +166,17 @@ final class SocketIOStore: Sendable {
                         attachments: JSONValue.parseOrNil(row.string(at: 6)) ?? .array([]),
                         metadata: row.optionalString(at: 7).flatMap { JSONValue.parseOrNil($0) },
                         createdMs: row.int64(at: 8), editedMs: row.optionalInt64(at: 9), deletedMs: row.optionalInt64(at: 10),
-                        reactions: [], receipts: [], version: row.int64(at: 11))
+                        reactions: [], removedReactions: [], receipts: [], version: row.int64(at: 11))
     }
 
-    /// Fills in reactions and receipts.
+    /// Fills in reactions, removed reactions and receipts.
     private static func complete(_ db: SQLiteConnection, _ message: SocketIOMessage) throws -> SocketIOMessage {
         var message = message
         message.reactions = try db.query("""
             SELECT user_id, emoji, at_ms FROM reactions WHERE message_id = ? ORDER BY at_ms, user_id
+            """, [message.id]) { SocketIOReaction(userID: $0.string(at: 0), emoji: $0.string(at: 1), atMs: $0.int64(at: 2)) }
+        message.removedReactions = try db.query("""
+            SELECT user_id, emoji, at_ms FROM removed_reactions WHERE message_id = ? ORDER BY at_ms, user_id, emoji
             """, [message.id]) { SocketIOReaction(userID: $0.string(at: 0), emoji: $0.string(at: 1), atMs: $0.int64(at: 2)) }
         message.receipts = try db.query("SELECT user_id, state, at_ms FROM receipts WHERE message_id = ? ORDER BY user_id",
                                         [message.id]) { row in
@@ -273,13 +279,16 @@ final class SocketIOStore: Sendable {
         }
     }
 
-    /// Sets `userID`'s reaction (replacing another emoji; the same one again changes nothing).
+    /// Sets `userID`'s reaction (replacing another emoji, which becomes a tombstone; the same one again changes
+    /// nothing); a tombstone of the new emoji is revived.
     func setReaction(conversation: String, id: Int64, userID: String, emoji: String, nowMs: Int64) throws -> SocketIOMessage? {
         try mutate(conversation: conversation, id: id) { db in
             let current = try db.queryFirst("SELECT emoji FROM reactions WHERE message_id = ? AND user_id = ?", [id, userID]) {
                 $0.string(at: 0)
             }
             guard current != emoji else { return false }
+            if let current { try Self.bury(db, id: id, userID: userID, emoji: current, nowMs: nowMs) }
+            try db.execute("DELETE FROM removed_reactions WHERE message_id = ? AND user_id = ? AND emoji = ?", [id, userID, emoji])
             try db.execute("""
                 INSERT INTO reactions (message_id, user_id, emoji, at_ms) VALUES (?, ?, ?, ?)
                 ON CONFLICT (message_id, user_id) DO UPDATE SET emoji = excluded.emoji, at_ms = excluded.at_ms
@@ -288,12 +297,22 @@ final class SocketIOStore: Sendable {
         }
     }
 
-    /// Removes `userID`'s reaction (none: changes nothing).
-    func removeReaction(conversation: String, id: Int64, userID: String) throws -> SocketIOMessage? {
+    /// Removes `userID`'s reaction, keeping it as a tombstone (none: changes nothing).
+    func removeReaction(conversation: String, id: Int64, userID: String, nowMs: Int64) throws -> SocketIOMessage? {
         try mutate(conversation: conversation, id: id) { db in
-            try db.execute("DELETE FROM reactions WHERE message_id = ? AND user_id = ?", [id, userID])
-            return db.changes == 1
+            guard let current = try db.queryFirst("DELETE FROM reactions WHERE message_id = ? AND user_id = ? RETURNING emoji",
+                                                  [id, userID], { $0.string(at: 0) }) else { return false }
+            try Self.bury(db, id: id, userID: userID, emoji: current, nowMs: nowMs)
+            return true
         }
+    }
+
+    /// Records (or re-dates) the tombstone of `userID`'s `emoji` on message `id`, removed at `nowMs`.
+    private static func bury(_ db: SQLiteConnection, id: Int64, userID: String, emoji: String, nowMs: Int64) throws {
+        try db.execute("""
+            INSERT INTO removed_reactions (message_id, user_id, emoji, at_ms) VALUES (?, ?, ?, ?)
+            ON CONFLICT (message_id, user_id, emoji) DO UPDATE SET at_ms = excluded.at_ms
+            """, [id, userID, emoji, nowMs])
     }
 
     /// Moves `userID`'s receipt forward to `state` (a step back or the same state changes nothing).
