@@ -21,17 +21,20 @@ struct BridgeCommandEndToEndTests {
     func killsAndCuts() async throws {
         let cluster = try PostgresTestCluster.required()
         let servers = try await BridgeServers.start(databaseURL: try cluster.freshDatabase())
+        let children = BridgeChildren()
         do {
-            try await runKillsAndCuts(servers)
+            try await runKillsAndCuts(servers, children: children)
         } catch {
+            await children.killAll()
             await servers.stop()
             throw error
         }
+        await children.killAll()
         await servers.stop()
     }
 
-    /// The body of `killsAndCuts` (the caller stops the servers).
-    private func runKillsAndCuts(_ servers: BridgeServers) async throws {
+    /// The body of `killsAndCuts` (the caller stops the servers and the children).
+    private func runKillsAndCuts(_ servers: BridgeServers, children: BridgeChildren) async throws {
         let started = ContinuousClock.now
         let store: JSONValue = .object(["sqlite": "bridge.sqlite"])
         let configPath = try servers.write(servers.config(store: store, worker: "e2e", leaseSeconds: 3, statusEverySeconds: 1,
@@ -40,7 +43,7 @@ struct BridgeCommandEndToEndTests {
         let environment = servers.childEnvironment
         /// Starts a bridge child on the config.
         func launch() throws -> BridgeChild {
-            try BridgeChild(arguments: ["--config", configPath], environment: environment, log: log)
+            try children.launch(arguments: ["--config", configPath], environment: environment, log: log)
         }
 
         let carol = servers.carolAdapter()
@@ -53,51 +56,32 @@ struct BridgeCommandEndToEndTests {
 
         // Kill the bridge at random moments (at least 5 times) and restart it; cut the node twice under it.
         var child = try launch()
-        var kills = 0, cuts = 0
-        for round in 1...6 {
-            try await Task.sleep(for: .milliseconds(Int.random(in: 1200...3000)))
-            await child.killHard()
-            kills += 1
-            child = try launch()
-            if round == 2 || round == 4 {
-                try await Task.sleep(for: .milliseconds(Int.random(in: 500...1500)))
-                try await servers.cutXMTPNode(downFor: .milliseconds(1500))
-                cuts += 1
-            }
-        }
+        let cut: () async throws -> Void = { try await servers.cutXMTPNode(downFor: .milliseconds(1500)) }
+        let kills = try await killAndRestart(&child, rounds: 6, pause: 1200...3000, launch: launch, outages: [2: cut, 4: cut])
+        let cuts = 2
         let sent = (carol: try await carolLog, dave: try await daveLog)
         let sendingDone = ContinuousClock.now
         let total = sent.carol.sent.count + sent.dave.sent.count
 
         // Let the last child catch up, then stop it with SIGTERM: it finishes in-flight work and exits 0.
+        // A final catch-up-only run syncs whatever is left and exits 0.
         let supabaseReader = servers.carolAdapter()
         let xmtpReader = try servers.daveAdapter(database: "reader.sqlite")
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            let left = try await SideContents.read(supabaseReader, in: servers.supabaseConversation).copiesByKey.count
-            let right = try await SideContents.read(xmtpReader, in: servers.xmtpConversation).copiesByKey.count
-            if left >= total && right >= total { break }
-            try await Task.sleep(for: .seconds(1))
-        }
-        child.send(SIGTERM)
-        let termStatus = await child.waitForExit(timeout: .seconds(40))
-        let lastLines = child.output.allLines().suffix(2)
-        #expect(termStatus == 0, "SIGTERM: the bridge exited with \(termStatus.map(String.init) ?? "nothing (still running)")")
-        if termStatus == nil { await child.killHard() }
-
-        // A final catch-up-only run syncs whatever is left and exits 0.
-        let executable = try SwitchboardExecutable.locate().path
-        let final = try await ChildProcess.runDetached(executable, ["bridge", "--config", configPath, "--catch-up-only"],
-                                                       environment: environment, timeout: .seconds(90))
-        #expect(final.status == 0, "catch-up-only exited \(final.status): \(final.stderr.suffix(2000))")
-        #expect(final.stdout.contains("pair general: a→b"), "no status line: \(final.stdout)")
+        try await waitUntilBothHold(total, timeout: .seconds(60),
+                                    { try await SideContents.read(supabaseReader, in: servers.supabaseConversation) },
+                                    { try await SideContents.read(xmtpReader, in: servers.xmtpConversation) })
+        let ending = try await stopAndCatchUp(child, configPath: configPath, environment: environment)
 
         // Count by key on each backend, through fresh adapters.
         let supabase = try await SideContents.read(servers.carolAdapter(), in: servers.supabaseConversation)
         let xmtp = try await SideContents.read(try servers.daveAdapter(database: "verify.sqlite"), in: servers.xmtpConversation)
-        let missing = try check(supabase, name: "supabase", sent: sent.carol.sent + sent.dave.sent)
-            .union(try check(xmtp, name: "xmtp", sent: sent.carol.sent + sent.dave.sent))
-        if !missing.isEmpty { diagnose(missing, servers: servers, supabase: supabase, xmtp: xmtp) }
+        let missing = expectEachOnce(supabase, name: "supabase", sent: sent.carol.sent + sent.dave.sent)
+            .union(expectEachOnce(xmtp, name: "xmtp", sent: sent.carol.sent + sent.dave.sent))
+        if !missing.isEmpty {
+            diagnoseMissing(missing, root: servers.root,
+                            sides: [DiagnosedSide(name: "supabase", backend: "supabase", contents: supabase),
+                                    DiagnosedSide(name: "xmtp", backend: "xmtp", contents: xmtp)])
+        }
         let carolKeys = Set(sent.carol.sent.map(\.id)), daveKeys = Set(sent.dave.sent.map(\.id))
         #expect(xmtp.messages.filter { $0.idempotencyKey.map(carolKeys.contains) == true }.allSatisfy { $0.sender == servers.bridgeInbox },
                 "xmtp: a copy of carol's message is not sent by the bridge")
@@ -109,20 +93,9 @@ struct BridgeCommandEndToEndTests {
 
         // Edits reach the counterpart; reactions land on the counterpart of the message reacted to.
         let edits = sent.carol.edits.merging(sent.dave.edits) { first, _ in first }
-        for (side, contents) in [("supabase", supabase), ("xmtp", xmtp)] {
-            let byKey = Dictionary(contents.messages.compactMap { message in message.idempotencyKey.map { ($0, message) } },
-                                   uniquingKeysWith: { first, _ in first })
-            for (id, text) in edits {
-                #expect(byKey[id]?.text == text, "\(side): \(id) reads '\(byKey[id]?.text ?? "(missing)")', expected '\(text)'")
-            }
-            for message in contents.messages where !message.text.hasSuffix("(edited)") {
-                if let key = message.idempotencyKey, edits[key] != nil {
-                    Issue.record("\(side): edited message \(key) still reads '\(message.text)'")
-                }
-            }
-        }
-        try checkReactions(on: xmtp, of: sent.carol, by: servers.bridgeInbox, side: "xmtp")
-        try checkReactions(on: supabase, of: sent.dave, by: "bridge", side: "supabase")
+        expectEdits(edits, on: [("supabase", supabase), ("xmtp", xmtp)])
+        expectBridgedReactions(on: xmtp, of: sent.carol, by: servers.bridgeInbox, side: "xmtp")
+        expectBridgedReactions(on: supabase, of: sent.dave, by: "bridge", side: "supabase")
 
         let duration = ContinuousClock.now - started
         let figures = """
@@ -130,64 +103,10 @@ struct BridgeCommandEndToEndTests {
             \(edits.count) edits, \(sent.carol.reacted.count + sent.dave.reacted.count) reactions, \(kills) SIGKILLs, \
             \(cuts) node cuts; sending took \(sendingDone - started), total \(duration); \
             supabase holds \(supabase.messages.count), xmtp holds \(xmtp.messages.count); last status: \
-            \(lastLines.joined(separator: " | ")); final: \(final.stdout.split(separator: "\n").last ?? "")
+            \(ending.lastLines.joined(separator: " | ")); final: \(ending.final.stdout.split(separator: "\n").last ?? "")
             """
         print(figures)
         #expect(kills >= 5)
-    }
-
-    /// Prints what the bridge's store knows of messages missing on a side, and keeps the store and log for a look.
-    private func diagnose(_ missing: Set<MessageID>, servers: BridgeServers, supabase: SideContents, xmtp: SideContents) {
-        let keep = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-bridge-failure-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
-        for file in ["bridge.sqlite", "bridge.log", "bridge-xmtp.sqlite"] {
-            try? FileManager.default.copyItem(at: servers.root.appendingPathComponent(file), to: keep.appendingPathComponent(file))
-        }
-        guard let store = try? SQLiteStore(path: servers.root.appendingPathComponent("bridge.sqlite").path) else { return }
-        defer { store.close() }
-        for id in missing {
-            let known = try? store.read { tx in
-                (try tx.remoteID(of: id, backend: "supabase", part: 0), try tx.remoteID(of: id, backend: "xmtp", part: 0),
-                 try tx.message(id))
-            }
-            let onSupabase = supabase.messages.first { $0.idempotencyKey == id }
-            let onXMTP = xmtp.messages.first { $0.idempotencyKey == id }
-            print("""
-                missing \(id): map supabase \(known?.0.map { "\($0)" } ?? "-"), xmtp \(known?.1.map { "\($0)" } ?? "-"), \
-                remembered \(known?.2 != nil); on supabase \(onSupabase.map { "\($0.remoteID) '\($0.text)'" } ?? "-"), \
-                on xmtp \(onXMTP.map { "\($0.remoteID) '\($0.text)'" } ?? "-"); kept \(keep.path)
-                """)
-        }
-    }
-
-    /// Every sent key exactly once on the side, nothing else; returns the missing keys.
-    @discardableResult
-    private func check(_ contents: SideContents, name: String, sent: [SentMessage]) throws -> Set<MessageID> {
-        let copies = contents.copiesByKey
-        let expected = Set(sent.map(\.id))
-        let doubled = copies.filter { $0.value.count > 1 }
-        let missing = expected.subtracting(copies.keys)
-        let extra = Set(copies.keys).subtracting(expected)
-        #expect(doubled.isEmpty, "\(name): \(doubled.count) keys on several messages, e.g. \(doubled.first.map { "\($0.key)" } ?? "")")
-        #expect(missing.isEmpty, "\(name): \(missing.count) of \(expected.count) messages missing, e.g. \(missing.first.map { "\($0)" } ?? "")")
-        #expect(extra.isEmpty, "\(name): \(extra.count) unexpected messages")
-        #expect(contents.unkeyed.isEmpty, "\(name): \(contents.unkeyed.count) messages without a key")
-        let remoteIDs = contents.messages.map(\.remoteID)
-        #expect(Set(remoteIDs).count == expected.count, "\(name): \(Set(remoteIDs).count) distinct messages, expected \(expected.count)")
-        return missing
-    }
-
-    /// Each message `log`'s sender reacted to has the bridge's 👍 on its counterpart in `contents`.
-    private func checkReactions(on contents: SideContents, of log: SendLog, by bridge: UserID, side: String) throws {
-        let remoteByKey = Dictionary(contents.messages.compactMap { message in message.idempotencyKey.map { ($0, message.remoteID) } },
-                                     uniquingKeysWith: { first, _ in first })
-        for id in log.reacted {
-            let target = remoteByKey[id]
-            let found = contents.reactions.contains { $0.target == target && $0.symbol == "👍" && $0.user == bridge && $0.isActive }
-            #expect(found, "\(side): no 👍 by \(bridge) on the counterpart of \(id)")
-        }
-        let bridged = contents.reactions.filter { $0.user == bridge }
-        #expect(bridged.count == log.reacted.count, "\(side): \(bridged.count) bridged reactions, expected \(log.reacted.count)")
     }
 
     /// Two worker processes on one PostgresStore: the survivor takes the dead holder's pair over.

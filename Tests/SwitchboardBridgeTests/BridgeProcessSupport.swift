@@ -3,8 +3,10 @@ import SupabaseAdapter
 import SupabaseConformance
 import SupabaseServer
 import SwitchboardCore
+import SwitchboardStore
 import Synchronization
 import TestSupport
+import Testing
 import XMTPAdapter
 import XMTPConformance
 import XMTPCrypto
@@ -13,6 +15,119 @@ import XMTPNode
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// The XMTP-like node in-process (restartable on its port) with a group of one user, dave, and the bridge's inbox:
+/// the XMTP side of the end-to-end bridge tests.
+final class XMTPBridgeSide: Sendable {
+    /// The folder the node's data and the adapters' databases live in.
+    let root: URL
+    /// The node (replaced when it is cut and restarted).
+    let node: Mutex<XMTPNodeServer>
+    /// Its configuration, with the port fixed after the first start so a restart comes back at the same URL.
+    let nodeConfiguration: XMTPNodeConfiguration
+    /// Its base URL.
+    let nodeURL: URL
+    /// The group (32 hex digits).
+    let conversation: ConversationID
+    /// The XMTP user who sends.
+    let dave: UserID
+    /// The bridge's inbox.
+    let bridgeInbox: UserID
+    /// Bearer tokens of the inboxes.
+    let tokens: [UserID: String]
+    /// The group secret.
+    let secret: [UInt8]
+
+    /// Starts a node with its data under `root`, registers dave and the bridge (names ending in `suffix`) and has
+    /// dave create the group with the bridge in it; stops the node again when that fails.
+    static func start(root: URL, suffix: String) async throws -> XMTPBridgeSide {
+        var configuration = XMTPNodeConfiguration(dataDirectory: root.appendingPathComponent("xmtp-node"))
+        let node = XMTPNodeServer(configuration: configuration)
+        let port = try await node.start()
+        configuration.port = port
+        let url = URL(string: "http://127.0.0.1:\(port)")!
+        do {
+            let harness = XMTPHarness(baseURL: url)
+            let dave = UserID("dave-\(suffix)"), bridgeInbox = UserID("bridge-\(suffix)")
+            let daveToken = try await harness.register(dave)
+            let bridgeToken = try await harness.register(bridgeInbox)
+            let groupID = try SecureRandom.bytes(16)
+            try await harness.createGroup(groupID, members: [bridgeInbox], token: daveToken)
+            return XMTPBridgeSide(root: root, node: node, nodeConfiguration: configuration, nodeURL: url,
+                                  conversation: ConversationID(Digest.hex(groupID)), dave: dave, bridgeInbox: bridgeInbox,
+                                  tokens: [dave: daveToken, bridgeInbox: bridgeToken], secret: try SecureRandom.bytes(32))
+        } catch {
+            await node.stop()
+            throw error
+        }
+    }
+
+    /// Stores the parts.
+    private init(root: URL, node: XMTPNodeServer, nodeConfiguration: XMTPNodeConfiguration, nodeURL: URL,
+                 conversation: ConversationID, dave: UserID, bridgeInbox: UserID, tokens: [UserID: String], secret: [UInt8]) {
+        self.root = root
+        self.node = Mutex(node)
+        self.nodeConfiguration = nodeConfiguration
+        self.nodeURL = nodeURL
+        self.conversation = conversation
+        self.dave = dave
+        self.bridgeInbox = bridgeInbox
+        self.tokens = tokens
+        self.secret = secret
+    }
+
+    /// Stops the node (whichever instance runs now).
+    func stop() async {
+        let current = node.withLock { $0 }
+        await current.stop()
+    }
+
+    /// Cuts every connection to the node: stops it, waits `downFor`, starts it again on the same port.
+    func cut(downFor: Duration) async throws {
+        await stop()
+        try await Task.sleep(for: downFor)
+        let configuration = nodeConfiguration
+        let fresh = try await restartOnSamePort { () async throws -> XMTPNodeServer in
+            let server = XMTPNodeServer(configuration: configuration)
+            try await server.start()
+            return server
+        }
+        node.withLock { $0 = fresh }
+    }
+
+    /// The environment entries a bridge child reads this side's secrets from.
+    var childEnvironment: [String: String] {
+        ["BRIDGE_TEST_XMTP_TOKEN": tokens[bridgeInbox] ?? "", "BRIDGE_TEST_XMTP_SECRET": Digest.hex(secret)]
+    }
+
+    /// The bridge's endpoint object for this side, its local database `database` (relative to the config).
+    func endpoint(database: String) -> JSONValue {
+        .object(["adapter": "xmtp", "url": .string(nodeURL.absoluteString), "conversation": .string(conversation.rawValue),
+                 "inbox": .string(bridgeInbox.rawValue), "token": "env:BRIDGE_TEST_XMTP_TOKEN",
+                 "groupSecret": "env:BRIDGE_TEST_XMTP_SECRET", "database": .string(database)])
+    }
+
+    /// Dave's adapter on the node, on the local database `database` in the root folder.
+    func daveAdapter(database: String) throws -> XMTPAdapter {
+        let secret = self.secret
+        return try XMTPAdapter(configuration: XMTPAdapter.Configuration(
+            baseURL: nodeURL, inboxID: dave, token: tokens[dave] ?? "",
+            databasePath: root.appendingPathComponent(database).path, groupSecret: { _ in secret }))
+    }
+}
+
+/// Runs `start` until it succeeds (the port of a just-stopped server may take a moment to free), for up to 15 s.
+func restartOnSamePort<Server: Sendable>(_ start: () async throws -> Server) async throws -> Server {
+    let deadline = ContinuousClock.now + .seconds(15)
+    while true {
+        do {
+            return try await start()
+        } catch {
+            if ContinuousClock.now > deadline { throw error }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
 
 /// Both reference servers in-process, a conversation on each (the bridge's account and one user), and the
 /// secrets a `switchboard bridge` child needs, handed over through its environment.
@@ -28,26 +143,19 @@ final class BridgeServers: Sendable {
     let supabaseURL: URL
     /// Token minting and setup against it.
     let harness: SupabaseHarness
-    /// The XMTP-like node (replaced when it is cut and restarted).
-    let node: Mutex<XMTPNodeServer>
-    /// Its configuration, with the port fixed after the first start so a restart comes back at the same URL.
-    let nodeConfiguration: XMTPNodeConfiguration
-    /// Its base URL.
-    let nodeURL: URL
+    /// The XMTP-like node with its group, users and secrets.
+    let xmtp: XMTPBridgeSide
     /// The Supabase conversation.
     let supabaseConversation: ConversationID
-    /// The XMTP group (32 hex digits).
-    let xmtpConversation: ConversationID
     /// The Supabase user who sends.
     let carol: UserID
+
+    /// The XMTP group (32 hex digits).
+    var xmtpConversation: ConversationID { xmtp.conversation }
     /// The XMTP user who sends.
-    let dave: UserID
+    var dave: UserID { xmtp.dave }
     /// The bridge's XMTP inbox.
-    let bridgeInbox: UserID
-    /// Bearer tokens of the XMTP inboxes.
-    let xmtpTokens: [UserID: String]
-    /// The group secret.
-    let secret: [UInt8]
+    var bridgeInbox: UserID { xmtp.bridgeInbox }
 
     /// Starts both servers (the Supabase one on `databaseURL`, else on a private cluster) and creates the pair.
     static func start(databaseURL: String?) async throws -> BridgeServers {
@@ -58,97 +166,57 @@ final class BridgeServers: Sendable {
         supabaseConfiguration.databaseURL = databaseURL
         let supabase = SupabaseServer(configuration: supabaseConfiguration)
         let supabasePort = try await supabase.start()
-        var nodeConfiguration = XMTPNodeConfiguration(dataDirectory: root.appendingPathComponent("xmtp-node"))
-        let node = XMTPNodeServer(configuration: nodeConfiguration)
-        let nodePort: Int
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let xmtp: XMTPBridgeSide
         do {
-            nodePort = try await node.start()
+            xmtp = try await XMTPBridgeSide.start(root: root, suffix: suffix)
         } catch {
             await supabase.stop()
             throw error
         }
-        nodeConfiguration.port = nodePort
         let supabaseURL = URL(string: "http://127.0.0.1:\(supabasePort)")!
-        let nodeURL = URL(string: "http://127.0.0.1:\(nodePort)")!
         do {
             let harness = SupabaseHarness(baseURL: supabaseURL, jwtSecret: jwtSecret)
-            let suffix = UUID().uuidString.prefix(8).lowercased()
             let carol = UserID("carol-\(suffix)")
             try await harness.ensureBucket("attachments")
             let supabaseConversation = try await harness.createConversation(title: "bridged", members: ["bridge", carol])
-            let xmtp = XMTPHarness(baseURL: nodeURL)
-            let dave = UserID("dave-\(suffix)"), bridgeInbox = UserID("bridge-\(suffix)")
-            let daveToken = try await xmtp.register(dave)
-            let bridgeToken = try await xmtp.register(bridgeInbox)
-            let groupID = try SecureRandom.bytes(16)
-            try await xmtp.createGroup(groupID, members: [bridgeInbox], token: daveToken)
-            return BridgeServers(root: root, supabase: supabase, supabaseURL: supabaseURL, harness: harness,
-                                 node: node, nodeConfiguration: nodeConfiguration, nodeURL: nodeURL,
-                                 supabaseConversation: supabaseConversation,
-                                 xmtpConversation: ConversationID(Digest.hex(groupID)), carol: carol, dave: dave,
-                                 bridgeInbox: bridgeInbox, xmtpTokens: [dave: daveToken, bridgeInbox: bridgeToken],
-                                 secret: try SecureRandom.bytes(32))
+            return BridgeServers(root: root, supabase: supabase, supabaseURL: supabaseURL, harness: harness, xmtp: xmtp,
+                                 supabaseConversation: supabaseConversation, carol: carol)
         } catch {
-            await node.stop()
+            await xmtp.stop()
             await supabase.stop()
             throw error
         }
     }
 
     /// Stores the parts.
-    private init(root: URL, supabase: SupabaseServer, supabaseURL: URL, harness: SupabaseHarness, node: XMTPNodeServer,
-                 nodeConfiguration: XMTPNodeConfiguration, nodeURL: URL, supabaseConversation: ConversationID,
-                 xmtpConversation: ConversationID, carol: UserID, dave: UserID, bridgeInbox: UserID,
-                 xmtpTokens: [UserID: String], secret: [UInt8]) {
+    private init(root: URL, supabase: SupabaseServer, supabaseURL: URL, harness: SupabaseHarness, xmtp: XMTPBridgeSide,
+                 supabaseConversation: ConversationID, carol: UserID) {
         self.root = root
         self.supabase = supabase
         self.supabaseURL = supabaseURL
         self.harness = harness
-        self.node = Mutex(node)
-        self.nodeConfiguration = nodeConfiguration
-        self.nodeURL = nodeURL
+        self.xmtp = xmtp
         self.supabaseConversation = supabaseConversation
-        self.xmtpConversation = xmtpConversation
         self.carol = carol
-        self.dave = dave
-        self.bridgeInbox = bridgeInbox
-        self.xmtpTokens = xmtpTokens
-        self.secret = secret
     }
 
     /// Stops both servers and removes the folder.
     func stop() async {
-        let current = node.withLock { $0 }
-        await current.stop()
+        await xmtp.stop()
         await supabase.stop()
         try? FileManager.default.removeItem(at: root)
     }
 
     /// Cuts every connection to the XMTP node: stops it, waits `downFor`, starts it again on the same port.
     func cutXMTPNode(downFor: Duration) async throws {
-        let current = node.withLock { $0 }
-        await current.stop()
-        try await Task.sleep(for: downFor)
-        let deadline = ContinuousClock.now + .seconds(15)
-        while true {
-            let fresh = XMTPNodeServer(configuration: nodeConfiguration)
-            do {
-                try await fresh.start()
-                node.withLock { $0 = fresh }
-                return
-            } catch {
-                if ContinuousClock.now > deadline { throw error }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-        }
+        try await xmtp.cut(downFor: downFor)
     }
 
     /// The environment a bridge child reads its secrets from (`env:` values in the config).
     var childEnvironment: [String: String] {
-        ["BRIDGE_TEST_SB_ANON": harness.token(role: "anon"),
-         "BRIDGE_TEST_SB_TOKEN": harness.token(role: "authenticated", sub: "bridge"),
-         "BRIDGE_TEST_XMTP_TOKEN": xmtpTokens[bridgeInbox] ?? "",
-         "BRIDGE_TEST_XMTP_SECRET": Digest.hex(secret)]
+        xmtp.childEnvironment.merging(["BRIDGE_TEST_SB_ANON": harness.token(role: "anon"),
+                                       "BRIDGE_TEST_SB_TOKEN": harness.token(role: "authenticated", sub: "bridge")]) { _, new in new }
     }
 
     /// The config JSON for a worker: `store` as given, the pair `general` (a: Supabase, b: XMTP).
@@ -157,22 +225,13 @@ final class BridgeServers: Sendable {
         let a: JSONValue = .object(["adapter": "supabase", "url": .string(supabaseURL.absoluteString),
                                     "conversation": .string(supabaseConversation.rawValue), "apiKey": "env:BRIDGE_TEST_SB_ANON",
                                     "accessToken": "env:BRIDGE_TEST_SB_TOKEN", "user": "bridge"])
-        let b: JSONValue = .object(["adapter": "xmtp", "url": .string(nodeURL.absoluteString),
-                                    "conversation": .string(xmtpConversation.rawValue), "inbox": .string(bridgeInbox.rawValue),
-                                    "token": "env:BRIDGE_TEST_XMTP_TOKEN", "groupSecret": "env:BRIDGE_TEST_XMTP_SECRET",
-                                    "database": .string(xmtpDatabase)])
-        var members: [String: JSONValue] = ["store": store, "leaseSeconds": .double(leaseSeconds),
-                                            "statusEverySeconds": .double(statusEverySeconds),
-                                            "pairs": [.object(["name": "general", "a": a, "b": b])]]
-        if let worker { members["worker"] = .string(worker) }
-        return .object(members)
+        return bridgeConfig(store: store, worker: worker, leaseSeconds: leaseSeconds, statusEverySeconds: statusEverySeconds,
+                            a: a, b: xmtp.endpoint(database: xmtpDatabase))
     }
 
     /// Writes `config` as `name` in the root folder; returns its path.
     func write(_ config: JSONValue, as name: String) throws -> String {
-        let url = root.appendingPathComponent(name)
-        try Data(config.serialized.utf8).write(to: url)
-        return url.path
+        try writeConfig(config, as: name, in: root)
     }
 
     /// Carol's adapter on the Supabase-like server.
@@ -184,11 +243,25 @@ final class BridgeServers: Sendable {
 
     /// Dave's adapter on the node, on the local database `database` in the root folder.
     func daveAdapter(database: String) throws -> XMTPAdapter {
-        let secret = self.secret
-        return try XMTPAdapter(configuration: XMTPAdapter.Configuration(
-            baseURL: nodeURL, inboxID: dave, token: xmtpTokens[dave] ?? "",
-            databasePath: root.appendingPathComponent(database).path, groupSecret: { _ in secret }))
+        try xmtp.daveAdapter(database: database)
     }
+}
+
+/// A bridge config of one pair `general` between endpoints `a` and `b`, on `store`.
+func bridgeConfig(store: JSONValue, worker: String?, leaseSeconds: Double, statusEverySeconds: Double,
+                  a: JSONValue, b: JSONValue) -> JSONValue {
+    var members: [String: JSONValue] = ["store": store, "leaseSeconds": .double(leaseSeconds),
+                                        "statusEverySeconds": .double(statusEverySeconds),
+                                        "pairs": [.object(["name": "general", "a": a, "b": b])]]
+    if let worker { members["worker"] = .string(worker) }
+    return .object(members)
+}
+
+/// Writes `config` as `name` in `folder`; returns its path.
+func writeConfig(_ config: JSONValue, as name: String, in folder: URL) throws -> String {
+    let url = folder.appendingPathComponent(name)
+    try Data(config.serialized.utf8).write(to: url)
+    return url.path
 }
 
 /// A running `switchboard bridge` child: its output lines, and signals.
@@ -339,5 +412,162 @@ struct SideContents: Sendable {
             cursor = page.olderCursor
         } while cursor != nil
         return contents
+    }
+}
+
+/// Every bridge child a test started, so that all of them die even when the test fails half-way.
+final class BridgeChildren: Sendable {
+    /// The children, oldest first.
+    private let children = Mutex<[BridgeChild]>([])
+
+    /// Starts a `switchboard bridge` child (as `BridgeChild.init`) and remembers it.
+    func launch(arguments: [String], environment: [String: String], log: URL) throws -> BridgeChild {
+        let child = try BridgeChild(arguments: arguments, environment: environment, log: log)
+        children.withLock { $0.append(child) }
+        return child
+    }
+
+    /// SIGKILLs every child still running and waits for each.
+    func killAll() async {
+        for child in children.withLock({ $0 }) where child.process.isRunning {
+            await child.killHard()
+        }
+    }
+}
+
+/// `rounds` times: waits a random number of milliseconds in `pause`, SIGKILLs `child` and starts a fresh one with
+/// `launch`; after the restart of round `r` it waits 0.5–1.5 s and runs `outages[r]` when there is one.
+/// Returns how many SIGKILLs were sent; `child` is the running one afterwards.
+func killAndRestart(_ child: inout BridgeChild, rounds: Int, pause: ClosedRange<Int>, launch: () throws -> BridgeChild,
+                    outages: [Int: () async throws -> Void]) async throws -> Int {
+    var kills = 0
+    for round in 1...rounds {
+        try await Task.sleep(for: .milliseconds(Int.random(in: pause)))
+        await child.killHard()
+        kills += 1
+        child = try launch()
+        if let outage = outages[round] {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 500...1500)))
+            try await outage()
+        }
+    }
+    return kills
+}
+
+/// Reads both sides every second until each holds `total` keys or `timeout` passes.
+func waitUntilBothHold(_ total: Int, timeout: Duration, _ readA: () async throws -> SideContents,
+                       _ readB: () async throws -> SideContents) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        let left = try await readA().copiesByKey.count
+        let right = try await readB().copiesByKey.count
+        if left >= total && right >= total { break }
+        try await Task.sleep(for: .seconds(1))
+    }
+}
+
+/// How a bridge run ended: the last status lines of the SIGTERMed child and the final catch-up-only run.
+struct BridgeEnding: Sendable {
+    /// The last two status lines the child printed.
+    var lastLines: [String]
+    /// The catch-up-only run.
+    var final: ProcessResult
+}
+
+/// Stops `child` with SIGTERM (it finishes in-flight work and must exit 0; SIGKILLed after 40 s), then runs
+/// `switchboard bridge --config configPath --catch-up-only`, which syncs whatever is left and must exit 0.
+func stopAndCatchUp(_ child: BridgeChild, configPath: String, environment: [String: String]) async throws -> BridgeEnding {
+    child.send(SIGTERM)
+    let termStatus = await child.waitForExit(timeout: .seconds(40))
+    let lastLines = Array(child.output.allLines().suffix(2))
+    #expect(termStatus == 0, "SIGTERM: the bridge exited with \(termStatus.map(String.init) ?? "nothing (still running)")")
+    if termStatus == nil { await child.killHard() }
+
+    let executable = try SwitchboardExecutable.locate().path
+    let final = try await ChildProcess.runDetached(executable, ["bridge", "--config", configPath, "--catch-up-only"],
+                                                   environment: environment, timeout: .seconds(90))
+    #expect(final.status == 0, "catch-up-only exited \(final.status): \(final.stderr.suffix(2000))")
+    #expect(final.stdout.contains("pair general: a→b"), "no status line: \(final.stdout)")
+    return BridgeEnding(lastLines: lastLines, final: final)
+}
+
+/// Every sent key exactly once on the side, nothing else; returns the missing keys.
+@discardableResult
+func expectEachOnce(_ contents: SideContents, name: String, sent: [SentMessage]) -> Set<MessageID> {
+    let copies = contents.copiesByKey
+    let expected = Set(sent.map(\.id))
+    let doubled = copies.filter { $0.value.count > 1 }
+    let missing = expected.subtracting(copies.keys)
+    let extra = Set(copies.keys).subtracting(expected)
+    #expect(doubled.isEmpty, "\(name): \(doubled.count) keys on several messages, e.g. \(doubled.first.map { "\($0.key)" } ?? "")")
+    #expect(missing.isEmpty, "\(name): \(missing.count) of \(expected.count) messages missing, e.g. \(missing.first.map { "\($0)" } ?? "")")
+    #expect(extra.isEmpty, "\(name): \(extra.count) unexpected messages")
+    #expect(contents.unkeyed.isEmpty, "\(name): \(contents.unkeyed.count) messages without a key")
+    let remoteIDs = contents.messages.map(\.remoteID)
+    #expect(Set(remoteIDs).count == expected.count, "\(name): \(Set(remoteIDs).count) distinct messages, expected \(expected.count)")
+    return missing
+}
+
+/// Each edited message reads its final text on every side, and no edited message still reads an older text.
+func expectEdits(_ edits: [MessageID: String], on sides: [(name: String, contents: SideContents)]) {
+    for (side, contents) in sides {
+        let byKey = Dictionary(contents.messages.compactMap { message in message.idempotencyKey.map { ($0, message) } },
+                               uniquingKeysWith: { first, _ in first })
+        for (id, text) in edits {
+            #expect(byKey[id]?.text == text, "\(side): \(id) reads '\(byKey[id]?.text ?? "(missing)")', expected '\(text)'")
+        }
+        for message in contents.messages where !message.text.hasSuffix("(edited)") {
+            if let key = message.idempotencyKey, edits[key] != nil {
+                Issue.record("\(side): edited message \(key) still reads '\(message.text)'")
+            }
+        }
+    }
+}
+
+/// Each message `log`'s sender reacted to has the bridge's 👍 on its counterpart in `contents`.
+func expectBridgedReactions(on contents: SideContents, of log: SendLog, by bridge: UserID, side: String) {
+    let remoteByKey = Dictionary(contents.messages.compactMap { message in message.idempotencyKey.map { ($0, message.remoteID) } },
+                                 uniquingKeysWith: { first, _ in first })
+    for id in log.reacted {
+        let target = remoteByKey[id]
+        let found = contents.reactions.contains { $0.target == target && $0.symbol == "👍" && $0.user == bridge && $0.isActive }
+        #expect(found, "\(side): no 👍 by \(bridge) on the counterpart of \(id)")
+    }
+    let bridged = contents.reactions.filter { $0.user == bridge }
+    #expect(bridged.count == log.reacted.count, "\(side): \(bridged.count) bridged reactions, expected \(log.reacted.count)")
+}
+
+/// One side as `diagnoseMissing` reports it: its name, its backend ID in the bridge's ID map, what it holds.
+struct DiagnosedSide {
+    /// The name in messages.
+    var name: String
+    /// The backend ID the bridge maps message IDs under.
+    var backend: BackendID
+    /// What the side holds.
+    var contents: SideContents
+}
+
+/// Prints what the bridge's store (`bridge.sqlite` in `root`) and each side know of `keys`, and keeps the store,
+/// the log and the bridge's XMTP database in a fresh folder under `/tmp` for a look.
+func diagnoseMissing(_ keys: Set<MessageID>, root: URL, sides: [DiagnosedSide]) {
+    let keep = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-bridge-failure-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
+    for file in ["bridge.sqlite", "bridge.log", "bridge-xmtp.sqlite"] {
+        try? FileManager.default.copyItem(at: root.appendingPathComponent(file), to: keep.appendingPathComponent(file))
+    }
+    guard let store = try? SQLiteStore(path: root.appendingPathComponent("bridge.sqlite").path) else { return }
+    defer { store.close() }
+    for id in keys {
+        let known = try? store.read { tx in
+            (try sides.map { try tx.remoteID(of: id, backend: $0.backend, part: 0) }, try tx.message(id))
+        }
+        let maps = sides.indices.map { index in
+            "\(sides[index].name) \(known?.0[index].map { "\($0)" } ?? "-")"
+        }
+        let copies = sides.map { side in
+            let found = side.contents.messages.filter { $0.idempotencyKey == id }.map { "\($0.remoteID) '\($0.text)'" }
+            return "on \(side.name) \(found.isEmpty ? "-" : found.joined(separator: ", "))"
+        }
+        print("missing \(id): map \(maps.joined(separator: ", ")), remembered \(known?.1 != nil); \(copies.joined(separator: "; ")); kept \(keep.path)")
     }
 }
