@@ -68,7 +68,9 @@ struct ServerState: Sendable {
             rows[row.seq] = row
             lastSeq = max(lastSeq, row.seq)
             lastVersion = max(lastVersion, row.version)
-            var conversation = conversations[row.conversation] ?? ConversationState()
+            // Taken out of the dictionary (not copied from it) so the mutation below stays in place: a copy
+            // would duplicate the conversation's whole feed and index on every message.
+            var conversation = conversations.removeValue(forKey: row.conversation) ?? ConversationState()
             if old == nil {
                 conversation.insertSeq(row.seq)
                 conversation.seqByKey[row.idempotencyKey] = row.seq
