@@ -37,18 +37,17 @@ public enum BenchScenario: String, CaseIterable, Sendable {
     case catchup
     /// Peak RSS with a huge conversation open.
     case memory
-    /// Supabase-like send → ack / echo (next session).
+    /// Supabase-like send → ack and → own realtime echo vs a bare libcurl POST and the official Python client.
     case supabase
-    /// XMTP-like → Supabase-like bridging (next session).
+    /// XMTP-like → Supabase-like bridging: messages/s and end-to-end latency vs the slower backend's raw ingest.
     case bridge
-    /// Migration into the Supabase-like server (next session).
+    /// Migration from the XMTP-like node into the Supabase-like server vs PostgreSQL COPY of the same rows.
     case migrate
 
     /// Whether the scenario is implemented.
     public var isBuilt: Bool {
         switch self {
-        case .send, .idmap, .dedupe, .catchup, .memory: return true
-        case .supabase, .bridge, .migrate: return false
+        case .send, .idmap, .dedupe, .catchup, .memory, .supabase, .bridge, .migrate: return true
         }
     }
 
@@ -60,7 +59,9 @@ public enum BenchScenario: String, CaseIterable, Sendable {
         case .dedupe: return try await DedupeScenario.run(options)
         case .catchup: return try await CatchupScenario.run(options)
         case .memory: return try await MemoryScenario.run(options)
-        case .supabase, .bridge, .migrate: return ([], ["\(rawValue): not built yet"])
+        case .supabase: return try await SupabaseScenario.run(options)
+        case .bridge: return try await BridgeScenario.run(options)
+        case .migrate: return try await MigrateScenario.run(options)
         }
     }
 }

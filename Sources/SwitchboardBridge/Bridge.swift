@@ -10,6 +10,11 @@ import SwitchboardStore
 /// kill republishes harmlessly. A change whose message is already mapped on the other side is an echo or an
 /// update (edit, delete); reactions and receipts follow the map, and wait in the persisted queue when their
 /// target is not bridged yet. Each side's change cursor advances only after its batch is fully bridged.
+///
+/// With `BridgeConfiguration.batchCopies` (a migration sets it) and towards a `BulkPublishingAdapter`, runs of
+/// consecutive plain new messages (no reply, no attachment, not deleted, not the bridge's own) are copied in
+/// batches with the same order of steps: prepare each under its key, record all their mappings in one store
+/// transaction, `publishAll`, then the bookkeeping in one more.
 public actor Bridge {
     /// The two sides.
     public let a: BridgeSide
@@ -33,8 +38,9 @@ public actor Bridge {
         self.configuration = configuration
     }
 
-    /// Asks the bridge to stop: a pass in progress finishes the change it is bridging and ends there (its
-    /// cursor stays put, so the rest of the page is bridged by the next run), and `run()` returns. Idempotent.
+    /// Asks the bridge to stop: a pass in progress finishes the change (or batch of new messages) it is
+    /// bridging and ends there (its cursor stays put, so the rest of the page is bridged by the next run), and
+    /// `run()` returns. Idempotent.
     public func stop() {
         stopping = true
         wake?.yield()
@@ -155,10 +161,33 @@ public actor Bridge {
     private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> Bool {
         let cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
         let batch = try await source.adapter.changes(in: source.conversation, after: cursor, limit: configuration.batchSize)
+        let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
+        var run: [PlannedCopy] = []
+        var planned = Set<MessageID>()
         for change in batch.changes {
             if stopping { return false }
+            if let bulk {
+                if case .message(let message) = change,
+                   let next = try plan(message, from: source, to: target, excluding: planned) {
+                    run.append(next)
+                    planned.insert(next.id)
+                    if run.count >= max(1, bulk.bulkPublishLimit) {
+                        try await copy(run, from: source, to: target, via: bulk)
+                        run = []
+                        planned = []
+                    }
+                    continue
+                }
+                if !run.isEmpty {
+                    try await copy(run, from: source, to: target, via: bulk)
+                    run = []
+                    planned = []
+                    if stopping { return false }
+                }
+            }
             try await bridge(change, from: source, to: target)
         }
+        if let bulk, !run.isEmpty { try await copy(run, from: source, to: target, via: bulk) }
         if batch.cursor != cursor {
             try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
         }
@@ -187,10 +216,15 @@ public actor Bridge {
 
     /// Records a mapping unless the same one exists.
     private func record(_ id: MessageID, _ remote: RemoteID, on side: BridgeSide) throws {
-        try store.write { tx in
-            if try tx.remoteID(of: id, backend: side.backend, part: 0) == remote { return }
-            try tx.insertMapping(IDMapping(messageID: id, backend: side.backend, conversation: side.conversation, remoteID: remote))
-        }
+        let backend = side.backend
+        if try store.read({ try $0.remoteID(of: id, backend: backend, part: 0) }) == remote { return }
+        try store.write { tx in try Self.record(id, remote, on: side, in: tx) }
+    }
+
+    /// Records a mapping inside `tx` unless the same one exists.
+    private static func record(_ id: MessageID, _ remote: RemoteID, on side: BridgeSide, in tx: any StoreTransaction) throws {
+        if try tx.remoteID(of: id, backend: side.backend, part: 0) == remote { return }
+        try tx.insertMapping(IDMapping(messageID: id, backend: side.backend, conversation: side.conversation, remoteID: remote))
     }
 
     private func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) async throws {
@@ -227,17 +261,9 @@ public actor Bridge {
             }
             if replyTo == nil { metadata["bridge.replyTo"] = reply.rawValue }
         }
-        if let unsupported = message.metadata[RemoteMessage.unsupportedContentKey] {
-            configuration.log("bridging \(source.name) message \(message.remoteID) of unsupported content type \(unsupported) "
-                              + "as its fallback text")
-        }
-        metadata["bridge.sender"] = message.sender.rawValue
-        metadata["bridge.sentAt"] = String(TimelinePosition.micros(message.sentAt))
-        metadata["bridge.origin"] = "\(source.backend):\(message.remoteID)"
         let attachments = try await rehost(message.attachments, from: source, to: target)
-        let outgoing = OutgoingMessage(id: id, conversation: target.conversation, sender: target.adapter.localUser,
-                                       text: message.text.isEmpty && attachments.isEmpty ? "(empty message)" : message.text,
-                                       replyTo: replyTo, attachments: attachments, metadata: metadata, createdAt: message.sentAt)
+        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: replyTo, metadata: metadata,
+                                    attachments: attachments)
         let prepared = try await target.adapter.prepare(outgoing, noSend: true)
         if let remote = prepared.remoteID { try record(id, remote, on: target) }
         let receipt = try await target.adapter.publish(prepared)
@@ -247,6 +273,93 @@ public actor Bridge {
         stats.lag = max(0, Date().timeIntervalSince(message.sentAt))
         observer?(.copied(id))
         try await flushWaiting(for: id, on: target)
+    }
+
+    /// The copy of `message` to publish on `target` under `id`: metadata names the original sender, time and
+    /// origin; content the source could not translate is logged and crosses as its fallback text.
+    private func outgoingCopy(of message: RemoteMessage, id: MessageID, from source: BridgeSide, to target: BridgeSide,
+                              replyTo: RemoteID?, metadata: [String: String], attachments: [Attachment]) -> OutgoingMessage {
+        if let unsupported = message.metadata[RemoteMessage.unsupportedContentKey] {
+            configuration.log("bridging \(source.name) message \(message.remoteID) of unsupported content type \(unsupported) "
+                              + "as its fallback text")
+        }
+        var metadata = metadata
+        metadata["bridge.sender"] = message.sender.rawValue
+        metadata["bridge.sentAt"] = String(TimelinePosition.micros(message.sentAt))
+        metadata["bridge.origin"] = "\(source.backend):\(message.remoteID)"
+        return OutgoingMessage(id: id, conversation: target.conversation, sender: target.adapter.localUser,
+                               text: message.text.isEmpty && attachments.isEmpty ? "(empty message)" : message.text,
+                               replyTo: replyTo, attachments: attachments, metadata: metadata, createdAt: message.sentAt)
+    }
+
+    // MARK: - Batched copies
+
+    /// A new source message a batch will copy, with everything decided before the network.
+    private struct PlannedCopy {
+        /// The source message.
+        var message: RemoteMessage
+        /// Its `MessageID` (the key on both sides).
+        var id: MessageID
+        /// The copy to prepare on the target.
+        var outgoing: OutgoingMessage
+    }
+
+    /// The batched copy of `message` when it is a plain new message (not bridged, not the bridge's own, not
+    /// deleted, no reply, no attachment, not already in the batch); nil sends it down the one-by-one path.
+    /// Reads the store only: the mappings are written by `copy`.
+    private func plan(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
+                      excluding planned: Set<MessageID>) throws -> PlannedCopy? {
+        guard message.sender != source.adapter.localUser, message.deletedAt == nil, message.replyTo == nil,
+              message.attachments.isEmpty else { return nil }
+        let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
+        guard !planned.contains(id) else { return nil }
+        let targetBackend = target.backend
+        let bridged = try store.read { tx in
+            try tx.remoteID(of: id, backend: targetBackend, part: 0) != nil && tx.message(id) != nil
+        }
+        if bridged { return nil }
+        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil, metadata: message.metadata,
+                                    attachments: [])
+        return PlannedCopy(message: message, id: id, outgoing: outgoing)
+    }
+
+    /// Copies a batch in `bridgeMessage`'s order of steps: prepare each (noSend) under its key → record every
+    /// mapping in one transaction → `publishAll` → record the receipts' IDs and remember each message in one
+    /// transaction → counts, observer and waiting operations. A kill anywhere leaves each message either not
+    /// remembered (the next run republishes it harmlessly under the same key) or fully bridged.
+    private func copy(_ run: [PlannedCopy], from source: BridgeSide, to target: BridgeSide,
+                      via adapter: any BulkPublishingAdapter) async throws {
+        var prepared: [PreparedMessage] = []
+        prepared.reserveCapacity(run.count)
+        for planned in run { prepared.append(try await adapter.prepare(planned.outgoing, noSend: true)) }
+        try store.write { tx in
+            for (planned, message) in zip(run, prepared) {
+                try Self.record(planned.id, planned.message.remoteID, on: source, in: tx)
+                if let remote = message.remoteID { try Self.record(planned.id, remote, on: target, in: tx) }
+            }
+        }
+        let receipts = try await adapter.publishAll(prepared)
+        guard receipts.count == prepared.count else {
+            throw SwitchboardError(.transport, "\(target.name) returned \(receipts.count) receipts for \(prepared.count) messages",
+                                   retryable: true)
+        }
+        let rows = run.map { rememberedRow($0.message, id: $0.id, deleted: false) }
+        try store.write { tx in
+            for index in run.indices {
+                if let remote = receipts[index].remoteID ?? prepared[index].remoteID {
+                    try Self.record(run[index].id, remote, on: target, in: tx)
+                }
+                try tx.upsertMessage(rows[index])
+            }
+        }
+        for planned in run {
+            if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
+            stats.lag = max(0, Date().timeIntervalSince(planned.message.sentAt))
+            observer?(.copied(planned.id))
+        }
+        let waitKeys = run.map { Self.waitKey($0.id, target) }
+        let waited = try store.read { tx in try run.indices.filter { !(try tx.pendingOperations(waitingOn: waitKeys[$0]).isEmpty) } }
+        for index in waited { try await flushWaiting(for: run[index].id, on: target) }
     }
 
     /// Applies an edit or delete of an already bridged message on the other side (once).
@@ -275,11 +388,16 @@ public actor Bridge {
 
     /// Keeps the last bridged text and deletion of a message, so an edit is applied once.
     private func remember(_ message: RemoteMessage, id: MessageID, deleted: Bool) throws {
-        let row = Message(id: id, conversation: ConversationID("bridge:\(a.conversation)|\(b.conversation)"),
-                          sender: message.sender, content: MessageContent(text: message.text), timestamp: message.sentAt,
-                          hasServerTimestamp: true, editedAt: message.editedAt,
-                          deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: .received, isOutgoing: false)
+        let row = rememberedRow(message, id: id, deleted: deleted)
         try store.write { try $0.upsertMessage(row) }
+    }
+
+    /// The ledger row `remember` keeps for a message.
+    private func rememberedRow(_ message: RemoteMessage, id: MessageID, deleted: Bool) -> Message {
+        Message(id: id, conversation: ConversationID("bridge:\(a.conversation)|\(b.conversation)"),
+                sender: message.sender, content: MessageContent(text: message.text), timestamp: message.sentAt,
+                hasServerTimestamp: true, editedAt: message.editedAt,
+                deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: .received, isOutgoing: false)
     }
 
     /// Downloads each attachment from the source and uploads it to the target, checking the digest.

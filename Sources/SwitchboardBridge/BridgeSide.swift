@@ -33,6 +33,10 @@ public struct BridgeConfiguration: Sendable {
     public var retryCap: Duration = .seconds(10)
     /// Where log lines go (never secrets).
     public var log: @Sendable (String) -> Void = { _ in }
+    /// Whether runs of plain new messages towards a `BulkPublishingAdapter` are copied in batches (prepare all →
+    /// record their mappings in one transaction → `publishAll` → bookkeeping); a migration turns it on, the live
+    /// bridge copies one by one.
+    public var batchCopies = false
 
     /// Defaults.
     public init() {}

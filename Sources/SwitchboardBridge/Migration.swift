@@ -138,7 +138,9 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
 /// The copy is the bridge's one-way catch-up (`Bridge.catchUp(.aToB)`): each message goes through
 /// `prepare(noSend)` → mapping recorded → `publish` on the target under the source's `MessageID` as the
 /// idempotency key, with the original sender and time as metadata; the source cursor is checkpointed in the
-/// store only after a page is fully copied. A run that is stopped, cancelled or killed at any point resumes
+/// store only after a page is fully copied. Towards a `BulkPublishingAdapter` (the Supabase-like one) the plain
+/// messages of a page go in batches: prepared under their keys, their mappings recorded in one transaction, then
+/// one `publishAll` (a bulk upsert). A run that is stopped, cancelled or killed at any point resumes
 /// from the last checkpoint, and the re-copied part of a page is recognised (`alreadyPresent`) or, when the
 /// kill fell between publish and bookkeeping, republished harmlessly under the same key.
 public actor Migration {
@@ -260,6 +262,7 @@ public actor Migration {
         var bridge = BridgeConfiguration()
         bridge.batchSize = configuration.batchSize
         bridge.log = configuration.log
+        bridge.batchCopies = true
         return bridge
     }
 

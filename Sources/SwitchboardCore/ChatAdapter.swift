@@ -375,3 +375,11 @@ public protocol UploadingAdapter: ChatAdapter {
     /// Fetches (and decrypts, verifying the digest) the bytes of an uploaded attachment.
     func download(_ attachment: Attachment) async throws -> Data
 }
+
+/// An adapter whose `publishAll` sends a run of prepared messages in bulk (a few requests, not one per message)
+/// and publishes every message it is given (noSend-prepared ones included), returning one receipt per message,
+/// in order. Bridges and migrations batch their copies only towards such an adapter.
+public protocol BulkPublishingAdapter: ChatAdapter {
+    /// The most messages worth handing to one `publishAll` call.
+    var bulkPublishLimit: Int { get }
+}

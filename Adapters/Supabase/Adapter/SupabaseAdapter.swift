@@ -10,7 +10,7 @@ import SwitchboardNet
 /// IDs are client-assigned: a message's row `id` is its `MessageID`, so `prepare` knows the backend ID without
 /// the network, and `publish` is an upsert that ignores duplicates — any retry or replay is harmless.
 public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
-    TypingAdapter, UploadingAdapter {
+    TypingAdapter, UploadingAdapter, BulkPublishingAdapter {
     /// Where the server is and who signs in.
     public struct Configuration: Sendable {
         /// The server's base URL, e.g. `http://127.0.0.1:54321`.
@@ -118,6 +118,91 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         }
         let time = stored?["created_at"]?.stringValue.flatMap(SupabaseTimestamp.parse)
         return PublishReceipt(remoteID: RemoteID(id), serverTime: time)
+    }
+
+    /// Rows per bulk upsert request (a chunk also ends before its body passes `bulkBodyBytes`).
+    public var bulkPublishLimit: Int { 500 }
+    /// The largest bulk request body built (the server refuses REST bodies above 1 MiB).
+    static let bulkBodyBytes = 512 * 1024
+    /// Row IDs per read-back request for rows a bulk upsert found already there (keeps the URL short).
+    static let readBackChunk = 100
+
+    /// A real bulk upsert: one PostgREST POST of a JSON array per chunk (`on_conflict=id`, duplicates ignored,
+    /// `return=representation` of `id,created_at` only); rows already there (a replay) are read back per chunk to check their sender and
+    /// get their server time. Returns one receipt per message, in order; a message given twice is sent once.
+    public func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
+        var ids: [String] = []
+        var rows: [JSONValue] = []
+        ids.reserveCapacity(prepared.count)
+        rows.reserveCapacity(prepared.count)
+        for message in prepared {
+            guard let row = JSONValue.parseOrNil(message.payload), let id = row["id"]?.stringValue else {
+                throw SwitchboardError(.invalidArgument, "prepared payload is not a message row")
+            }
+            ids.append(id)
+            rows.append(row)
+        }
+        var times: [String: Date] = [:]
+        var sent = Set<String>()
+        var start = 0
+        while start < rows.count {
+            var chunk: [JSONValue] = []
+            var chunkIDs: [String] = []
+            var bytes = 2
+            var end = start
+            while end < rows.count, chunk.count < bulkPublishLimit {
+                let size = prepared[end].payload.count + 1
+                if !chunk.isEmpty, bytes + size > Self.bulkBodyBytes { break }
+                if sent.insert(ids[end]).inserted {
+                    chunk.append(rows[end])
+                    chunkIDs.append(ids[end])
+                    bytes += size
+                }
+                end += 1
+            }
+            if !chunk.isEmpty {
+                for (id, time) in try await upsertChunk(chunk, ids: chunkIDs) { times[id] = time }
+            }
+            start = end
+        }
+        return ids.map { PublishReceipt(remoteID: RemoteID($0), serverTime: times[$0]) }
+    }
+
+    /// Upserts one chunk of rows in one request; returns the server time of each row, inserted now or before.
+    private func upsertChunk(_ chunk: [JSONValue], ids: [String]) async throws -> [String: Date] {
+        let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
+        if delay > .zero { try await Task.sleep(for: delay) }
+        if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
+        let inserted = try await rest.write(.post, "messages", query: [("on_conflict", "id"), ("select", "id,created_at")],
+                                            body: .array(chunk), prefer: "resolution=ignore-duplicates,return=representation")
+        if fault == .loseResponse {
+            throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
+        }
+        var times: [String: Date] = [:]
+        var found = Set<String>()
+        for row in inserted {
+            guard let id = row["id"]?.stringValue else { continue }
+            found.insert(id)
+            if let time = row["created_at"]?.stringValue.flatMap(SupabaseTimestamp.parse) { times[id] = time }
+        }
+        let missing = ids.filter { !found.contains($0) }
+        for offset in stride(from: 0, to: missing.count, by: Self.readBackChunk) {
+            let part = missing[offset..<min(missing.count, offset + Self.readBackChunk)]
+            let existing = try await rest.select("messages", [("select", "id,created_at,sender_id"),
+                                                              ("id", "in.(" + part.joined(separator: ",") + ")")])
+            for row in existing {
+                guard let id = row["id"]?.stringValue else { continue }
+                if row["sender_id"]?.stringValue != localUser.rawValue {
+                    throw SwitchboardError(.conflict, "message ID \(id) is taken by another sender")
+                }
+                found.insert(id)
+                if let time = row["created_at"]?.stringValue.flatMap(SupabaseTimestamp.parse) { times[id] = time }
+            }
+        }
+        if let lost = ids.first(where: { !found.contains($0) }) {
+            throw SwitchboardError(.refused, "message \(lost) was neither inserted nor readable")
+        }
+        return times
     }
 
     // MARK: history and delta sync

@@ -1,0 +1,170 @@
+import Foundation
+import SupabaseAdapter
+import SwitchboardBridge
+import SwitchboardCore
+import SwitchboardNet
+import SwitchboardStore
+
+/// `bridge`: a running `Bridge` (XMTP-like ↔ Supabase-like, SQLite store) relaying N messages published on the
+/// XMTP-like node as fast as one client can (the node's bulk send, `publishChunk` per request): messages/s from
+/// the first publish to the last row committed on the Supabase side, and end-to-end latency per message (publish
+/// request start → the row's `created_at`, found by polling the server's database). Baseline: the
+/// slower of the two backends' raw ingest of N messages from one client, measured in the same run.
+enum BridgeScenario {
+    /// Messages per bulk-send request on the XMTP-like side (the publisher and the XMTP ingest baseline).
+    static let publishChunk = 50
+
+    /// Runs the scenario.
+    static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
+        let count = options.size(quick: 2000, full: 20_000, floor: 10)
+        return try await BenchServers.with("bridge", xmtp: true) { servers in
+            var rates: [Double] = [], p50: [Double] = [], p99: [Double] = []
+            var baselines: [Double] = [], supabaseIngest: [Double] = [], xmtpIngest: [Double] = []
+            for run in 0..<options.runs {
+                let relayed = try await relay(servers, count: count, run: run)
+                rates.append(relayed.rate)
+                p50.append(BenchStatistics.percentile(relayed.latencies, 50) * 1000)
+                p99.append(BenchStatistics.percentile(relayed.latencies, 99) * 1000)
+                let supabase = try await supabaseIngestRate(servers, count: count)
+                let xmtp = try await xmtpIngestRate(servers, count: count)
+                supabaseIngest.append(supabase)
+                xmtpIngest.append(xmtp)
+                baselines.append(min(supabase, xmtp))
+            }
+            let ingest = "raw ingest medians: Supabase-like \(BenchFormat.number(BenchSummary(supabaseIngest).median)) msg/s "
+                + "(the bridge's write: SupabaseAdapter.publishAll, a bulk upsert), XMTP-like "
+                + "\(BenchFormat.number(BenchSummary(xmtpIngest).median)) msg/s (the node's bulk send, \(publishChunk) per request)"
+            let note = "\(count) messages per run, \(options.runs) runs; published on the XMTP-like node with its bulk send "
+                + "(\(publishChunk) sealed messages per request, one client, back to back); arrival = the row's created_at "
+                + "(server clock, same machine), rows found by polling the database every 10 ms; latency from the publish "
+                + "request's start; " + ingest
+            return ([
+                BenchFigure(scenario: "bridge", figure: "XMTP-like → Supabase-like", unit: "msg/s", summary: BenchSummary(rates),
+                            baseline: BenchBaseline(name: "slower backend's raw ingest", unit: "msg/s",
+                                                    summary: BenchSummary(baselines)),
+                            goal: .both(.atLeast(2000), .ratioAtLeast(0.5)), note: note),
+                BenchFigure(scenario: "bridge", figure: "end-to-end latency p50", unit: "ms", summary: BenchSummary(p50),
+                            goal: .atMost(20)),
+                BenchFigure(scenario: "bridge", figure: "end-to-end latency p99", unit: "ms", summary: BenchSummary(p99)),
+            ], [])
+        }
+    }
+
+    /// One bridged burst: messages/s and per-message latency in seconds.
+    static func relay(_ servers: BenchServers, count: Int, run: Int) async throws -> (rate: Double, latencies: [Double]) {
+        let group = try await servers.makeGroup(creator: "dave", members: ["bridge"])
+        let bridgeUser: UserID = "bridge", reader: UserID = "reader"
+        let room = try await servers.supabaseHarness.createConversation(title: "bench-bridge", members: [bridgeUser, reader])
+        let store = try SQLiteStore(path: servers.directory.path("bridge-\(run).sqlite"))
+        defer { store.close() }
+        let bridge = try Bridge(
+            a: BridgeSide(name: "xmtp", adapter: try group.adapter(group.members[0], database: servers.directory.path("bridge-xmtp-\(run).sqlite")),
+                          conversation: group.conversation),
+            b: BridgeSide(name: "supabase", adapter: servers.supabaseAdapter(bridgeUser), conversation: room),
+            store: store)
+        let database = try BareCopyConnection(url: try servers.databaseURL())
+        let running = Task { await bridge.run() }
+        do {
+            let result = try await burst(group, database: database, room: room, count: count)
+            await bridge.stop()
+            running.cancel()
+            await running.value
+            return result
+        } catch {
+            await bridge.stop()
+            running.cancel()
+            await running.value
+            throw error
+        }
+    }
+
+    /// Rows of `room` committed in the Supabase-like server's database.
+    private static func rows(in room: ConversationID, _ database: BareCopyConnection) throws -> Int {
+        Int(try database.query("SELECT count(*) FROM public.messages WHERE conversation_id = $1::uuid", [room.rawValue]).first ?? "") ?? -1
+    }
+
+    /// Bridges a warm-up, then publishes `count` messages and polls the database until all their rows are
+    /// committed; latency = a row's `created_at` (the server's clock, same machine) − its publish request's start.
+    private static func burst(_ group: BenchGroup, database: BareCopyConnection, room: ConversationID,
+                              count: Int) async throws -> (rate: Double, latencies: [Double]) {
+        let http = HTTPClient()
+        let warm = try group.sealedTexts(20, label: "warm-up")
+        try await group.sendAll(warm.map(\.item), chunk: publishChunk, http: http)
+        guard try await poll(seconds: 30, { try rows(in: room, database) >= warm.count }) else {
+            throw BenchError("the warm-up did not cross the bridge within 30 s (\(try rows(in: room, database)) of \(warm.count))")
+        }
+        let sealed = try group.sealedTexts(count, label: "bridged")
+        let keys = sealed.map(\.key), items = sealed.map(\.item)
+        var sentAt: [Date] = []
+        sentAt.reserveCapacity(count)
+        for start in stride(from: 0, to: count, by: publishChunk) {
+            let end = min(count, start + publishChunk)
+            sentAt += Array(repeating: Date(), count: end - start)
+            try await group.send(items[start..<end], http: http)
+        }
+        let expected = warm.count + count
+        let limit = 60 + count / 200
+        guard try await poll(seconds: limit, { try rows(in: room, database) >= expected }) else {
+            throw BenchError("only \(try rows(in: room, database) - warm.count) of \(count) messages crossed the bridge within \(limit) s")
+        }
+        var created: [String: Double] = [:]
+        for line in try database.query("""
+            SELECT id::text || ' ' || (extract(epoch FROM created_at) * 1000000)::bigint::text
+            FROM public.messages WHERE conversation_id = $1::uuid
+            """, [room.rawValue]) {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let micros = Double(parts[1]) { created[String(parts[0])] = micros / 1_000_000 }
+        }
+        var latencies: [Double] = []
+        latencies.reserveCapacity(count)
+        var last = sentAt[0].timeIntervalSince1970
+        for (index, key) in keys.enumerated() {
+            guard let time = created[SupabaseRows.rowID(for: key)] else { throw BenchError("no row for bridged message \(index)") }
+            last = max(last, time)
+            latencies.append(time - sentAt[index].timeIntervalSince1970)
+        }
+        return (Double(count) / (last - sentAt[0].timeIntervalSince1970), latencies)
+    }
+
+    /// Polls `condition` every 10 ms for up to `seconds`; returns whether it held.
+    private static func poll(seconds: Int, _ condition: () throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while try !condition() {
+            if ContinuousClock.now > deadline { return false }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    /// Messages/s of the Supabase-like server taking `count` bridge-shaped rows from one client the way the bridge
+    /// writes them: prepared by the bridge account's adapter and sent with `publishAll` (bulk upserts).
+    static func supabaseIngestRate(_ servers: BenchServers, count: Int) async throws -> Double {
+        let user: UserID = "bridge"
+        let room = try await servers.supabaseHarness.createConversation(title: "bench-ingest", members: [user, "reader"])
+        let adapter = servers.supabaseAdapter(user)
+        let sentAt = Date()
+        let (receipts, seconds) = try await measure { () async throws -> [PublishReceipt] in
+            var prepared: [PreparedMessage] = []
+            prepared.reserveCapacity(count)
+            for index in 0..<count {
+                let metadata = ["bridge.sender": "dave", "bridge.sentAt": String(TimelinePosition.micros(sentAt)),
+                                "bridge.origin": "xmtp:\(String(repeating: "0", count: 56))\(String(format: "%08d", index))"]
+                prepared.append(try await adapter.prepare(OutgoingMessage(id: .make(), conversation: room, sender: user,
+                                                                          text: "bridged \(index)", metadata: metadata,
+                                                                          createdAt: sentAt), noSend: true))
+            }
+            return try await adapter.publishAll(prepared)
+        }
+        guard receipts.count == count else { throw BenchError("Supabase ingest returned \(receipts.count) receipts for \(count)") }
+        return Double(count) / seconds
+    }
+
+    /// Messages/s of the XMTP-like node taking `count` sealed messages from one client, `publishChunk` per request.
+    static func xmtpIngestRate(_ servers: BenchServers, count: Int) async throws -> Double {
+        let group = try await servers.makeGroup(creator: "ingest", members: [])
+        let items = try group.sealedTexts(count, label: "ingest").map(\.item)
+        let http = HTTPClient()
+        let ((), seconds) = try await measure { try await group.sendAll(items, chunk: publishChunk, http: http) }
+        return Double(count) / seconds
+    }
+}

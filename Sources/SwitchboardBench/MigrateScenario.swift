@@ -1,0 +1,90 @@
+import Foundation
+import SupabaseAdapter
+import SwitchboardBridge
+import SwitchboardCore
+import SwitchboardNet
+import SwitchboardStore
+
+/// `migrate`: a `Migration` (SwitchboardBridge, SQLite store, default configuration as `switchboard migrate` runs
+/// it) copying N messages from an XMTP-like group into a Supabase-like conversation, messages/s of the copy phase,
+/// vs PostgreSQL `COPY … FROM STDIN` of the same rows into the same server's `public.messages`.
+enum MigrateScenario {
+    /// Runs the scenario.
+    static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
+        let count = options.size(quick: 2000, full: 20_000, floor: 10)
+        return try await BenchServers.with("migrate", xmtp: true) { servers in
+            var rates: [Double] = [], wholeRates: [Double] = [], copyRates: [Double] = []
+            for run in 0..<options.runs {
+                let migrated = try await migrate(servers, count: count, run: run)
+                rates.append(migrated.copyRate)
+                wholeRates.append(migrated.wholeRate)
+                copyRates.append(try await copyRate(servers, count: count))
+            }
+            let note = "\(count) messages per run (seeded beforehand with the node's bulk send), \(options.runs) runs; "
+                + "figure = copied / copy-phase seconds (the report's rate; with the source count estimate first: "
+                + "\(BenchFormat.number(BenchSummary(wholeRates).median)) msg/s); baseline = libpq COPY (text) of the same rows "
+                + "(id, conversation, sender, body, the migration's metadata) as the cluster's superuser into a fresh "
+                + "conversation, one autocommit COPY; the messages_version trigger fires for every copied row (the guard "
+                + "trigger is UPDATE/DELETE only; row-level security does not apply to the superuser)"
+            return ([
+                BenchFigure(scenario: "migrate", figure: "XMTP-like → Supabase-like migration", unit: "msg/s",
+                            summary: BenchSummary(rates),
+                            baseline: BenchBaseline(name: "PostgreSQL COPY of the same rows", unit: "msg/s",
+                                                    summary: BenchSummary(copyRates)),
+                            goal: .ratioAtLeast(0.5), note: note),
+            ], [])
+        }
+    }
+
+    /// Seeds `count` messages in a fresh group and migrates them into a fresh conversation; returns the copy-phase
+    /// rate and the whole run's rate (estimate included).
+    static func migrate(_ servers: BenchServers, count: Int, run: Int) async throws -> (copyRate: Double, wholeRate: Double) {
+        let group = try await servers.makeGroup(creator: "author", members: ["migrator"])
+        let migrator = group.members[0]
+        let room = try await servers.supabaseHarness.createConversation(title: "bench-migrate", members: [migrator, "reader"])
+        let sealed = try group.sealedTexts(count, label: "message")
+        try await group.sendAll(sealed.map(\.item), chunk: 1000, http: HTTPClient())
+        let store = try SQLiteStore(path: servers.directory.path("migrate-\(run).sqlite"))
+        defer { store.close() }
+        let migration = try Migration(
+            source: BridgeSide(name: "xmtp", adapter: try group.adapter(migrator, database: servers.directory.path("migrate-xmtp-\(run).sqlite")),
+                               conversation: group.conversation),
+            target: BridgeSide(name: "supabase", adapter: servers.supabaseAdapter(migrator), conversation: room),
+            store: store)
+        let report = try await migration.run()
+        guard report.status == .completed, report.copied == count else {
+            throw BenchError("migration ended \(report.status.rawValue) with \(report.copied) of \(count) copied: \(report.error ?? "")")
+        }
+        let stored = try countRows(servers, conversation: room)
+        guard stored == count else { throw BenchError("the target holds \(stored) rows after migrating \(count)") }
+        return (report.rate, Double(count) / report.duration)
+    }
+
+    /// Messages/s of one `COPY public.messages … FROM STDIN` of `count` migration-shaped rows into a fresh conversation.
+    static func copyRate(_ servers: BenchServers, count: Int) async throws -> Double {
+        let sender: UserID = "migrator"
+        let room = try await servers.supabaseHarness.createConversation(title: "bench-copy", members: [sender, "reader"])
+        let sentAt = String(TimelinePosition.micros(Date()))
+        let rows = (0..<count).map { index -> String in
+            let metadata: JSONValue = ["bridge.sender": "author", "bridge.sentAt": .string(sentAt),
+                                       "bridge.origin": .string("xmtp:" + String(format: "%064d", index))]
+            let fields = [UUID().uuidString.lowercased(), room.rawValue, sender.rawValue, "message \(index)", metadata.serialized]
+            return fields.map(BareCopyConnection.escape).joined(separator: "\t") + "\n"
+        }
+        let connection = try BareCopyConnection(url: try servers.databaseURL())
+        let ((), seconds) = try await measure {
+            try connection.copy("COPY public.messages (id, conversation_id, sender_id, body, metadata) FROM STDIN", rows: rows)
+        }
+        let stored = try countRows(servers, conversation: room)
+        guard stored == count else { throw BenchError("COPY left \(stored) rows of \(count)") }
+        return Double(count) / seconds
+    }
+
+    /// Rows of `conversation` in `public.messages`, counted in the database (bound parameter).
+    static func countRows(_ servers: BenchServers, conversation: ConversationID) throws -> Int {
+        let connection = try BareCopyConnection(url: try servers.databaseURL())
+        let value = try connection.query("SELECT count(*) FROM public.messages WHERE conversation_id = $1::uuid",
+                                         [conversation.rawValue])
+        return value.first.flatMap { Int($0) } ?? -1
+    }
+}
