@@ -230,16 +230,22 @@ public actor Bridge {
     private func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) async throws {
         let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
         try record(id, message.remoteID, on: source)
-        // Bridged means mapped on the target AND remembered: the mapping of a prepared message is recorded
-        // before its publish, so a mapping alone may belong to a publish that failed or was cut short.
-        let bridged = try store.read { tx -> RemoteID? in
-            guard let remote = try tx.remoteID(of: id, backend: target.backend, part: 0), try tx.message(id) != nil else { return nil }
-            return remote
-        }
-        if let bridged {
+        switch try copyState(id, on: target) {
+        case .bridged(let remote):
             if message.sender != source.adapter.localUser { observer?(.alreadyPresent(id)) }
-            try await applyUpdates(message, id: id, remote: bridged, from: source, to: target)
+            try await applyUpdates(message, id: id, remote: remote, from: source, to: target)
             return
+        case .pending(let stored):
+            // A copy was prepared and persisted, then the process stopped before its publish was recorded: publish
+            // exactly that copy again (harmless if it went out), then apply what changed at the source since.
+            let receipt = try await target.adapter.publish(stored)
+            let remote = try finishCopy(id, prepared: stored, receipt: receipt, on: target)
+            counted(message, id: id, from: source)
+            if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
+            try await flushWaiting(for: id, on: target)
+            return
+        case .new:
+            break
         }
         if message.sender == source.adapter.localUser {
             // Our own publish whose origin mapping is gone cannot be re-bridged without looping; log it.
@@ -265,14 +271,79 @@ public actor Bridge {
         let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: replyTo, metadata: metadata,
                                     attachments: attachments)
         let prepared = try await target.adapter.prepare(outgoing, noSend: true)
-        if let remote = prepared.remoteID { try record(id, remote, on: target) }
+        let pending = rememberedRow(message, id: id, deleted: false, pending: true)
+        try store.write { tx in try Self.persist(prepared, pending, on: target, in: tx) }
         let receipt = try await target.adapter.publish(prepared)
-        if let remote = receipt.remoteID ?? prepared.remoteID { try record(id, remote, on: target) }
-        try remember(message, id: id, deleted: false)
+        _ = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
+        counted(message, id: id, from: source)
+        try await flushWaiting(for: id, on: target)
+    }
+
+    /// Where the copy of a message towards a target stands in the store.
+    private enum CopyState {
+        /// Not prepared yet (or only a mapping from an interrupted run of an older version).
+        case new
+        /// Prepared and persisted, its publish not recorded: the stored copy must be published again, as is.
+        case pending(PreparedMessage)
+        /// Published and recorded under this target ID.
+        case bridged(RemoteID)
+    }
+
+    /// The copy state of `id` towards `target`: the ledger row says pending or done, the ID map gives the target ID.
+    private func copyState(_ id: MessageID, on target: BridgeSide) throws -> CopyState {
+        let backend = target.backend
+        return try store.read { tx in
+            guard let row = try tx.message(id) else { return .new }
+            // Pending towards this target: republish the stored copy. Pending towards the other side means this
+            // change is that copy's echo, which the map below recognises like any other.
+            if row.delivery == .pending, let entry = try tx.outboxEntry(id), entry.backend == backend,
+               let stored = entry.prepared {
+                return .pending(stored)
+            }
+            guard let remote = try tx.remoteID(of: id, backend: backend, part: 0) else { return .new }
+            return .bridged(remote)
+        }
+    }
+
+    /// Records, before the publish, everything a restart needs to finish it: the target ID when the scheme knows
+    /// it, the ledger row in the pending state and the prepared copy itself (so a restart republishes these
+    /// bytes, not a fresh preparation of content that may have been edited since).
+    private static func persist(_ prepared: PreparedMessage, _ pending: Message, on target: BridgeSide,
+                                in tx: any StoreTransaction) throws {
+        if let remote = prepared.remoteID { try record(prepared.id, remote, on: target, in: tx) }
+        try tx.upsertMessage(pending)
+        let now = Date()
+        try tx.upsertOutbox(OutboxEntry(messageID: prepared.id, backend: target.backend, conversation: target.conversation,
+                                        prepared: prepared, noSend: true, nextAttemptAt: now, status: .queued,
+                                        createdAt: now))
+    }
+
+    /// After a publish: records the target ID (when the answer or the scheme tells it; an echo-only backend's
+    /// copy stays unmapped, so the next pass republishes it under its key, harmlessly), marks the ledger row done
+    /// and drops the stored copy; returns the ID.
+    @discardableResult
+    private func finishCopy(_ id: MessageID, prepared: PreparedMessage, receipt: PublishReceipt,
+                            on target: BridgeSide) throws -> RemoteID? {
+        let remote = receipt.remoteID ?? prepared.remoteID
+        try store.write { tx in try Self.finish(id, remote: remote, on: target, in: tx) }
+        return remote
+    }
+
+    /// `finishCopy` inside a transaction.
+    private static func finish(_ id: MessageID, remote: RemoteID?, on target: BridgeSide, in tx: any StoreTransaction) throws {
+        if let remote { try record(id, remote, on: target, in: tx) }
+        if var row = try tx.message(id), row.delivery == .pending {
+            row.delivery = .received
+            try tx.upsertMessage(row)
+        }
+        try tx.removeOutbox(id)
+    }
+
+    /// Counts a copied message and tells the observer.
+    private func counted(_ message: RemoteMessage, id: MessageID, from source: BridgeSide) {
         if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
         stats.lag = max(0, Date().timeIntervalSince(message.sentAt))
         observer?(.copied(id))
-        try await flushWaiting(for: id, on: target)
     }
 
     /// The copy of `message` to publish on `target` under `id`: metadata names the original sender, time and
@@ -313,11 +384,7 @@ public actor Bridge {
               message.attachments.isEmpty else { return nil }
         let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
         guard !planned.contains(id) else { return nil }
-        let targetBackend = target.backend
-        let bridged = try store.read { tx in
-            try tx.remoteID(of: id, backend: targetBackend, part: 0) != nil && tx.message(id) != nil
-        }
-        if bridged { return nil }
+        guard case .new = try copyState(id, on: target) else { return nil }  // done, or pending: one by one
         let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil, metadata: message.metadata,
                                     attachments: [])
         return PlannedCopy(message: message, id: id, outgoing: outgoing)
@@ -332,10 +399,11 @@ public actor Bridge {
         var prepared: [PreparedMessage] = []
         prepared.reserveCapacity(run.count)
         for planned in run { prepared.append(try await adapter.prepare(planned.outgoing, noSend: true)) }
+        let pendingRows = run.map { rememberedRow($0.message, id: $0.id, deleted: false, pending: true) }
         try store.write { tx in
-            for (planned, message) in zip(run, prepared) {
-                try Self.record(planned.id, planned.message.remoteID, on: source, in: tx)
-                if let remote = message.remoteID { try Self.record(planned.id, remote, on: target, in: tx) }
+            for index in run.indices {
+                try Self.record(run[index].id, run[index].message.remoteID, on: source, in: tx)
+                try Self.persist(prepared[index], pendingRows[index], on: target, in: tx)
             }
         }
         let receipts = try await adapter.publishAll(prepared)
@@ -343,20 +411,12 @@ public actor Bridge {
             throw SwitchboardError(.transport, "\(target.name) returned \(receipts.count) receipts for \(prepared.count) messages",
                                    retryable: true)
         }
-        let rows = run.map { rememberedRow($0.message, id: $0.id, deleted: false) }
         try store.write { tx in
             for index in run.indices {
-                if let remote = receipts[index].remoteID ?? prepared[index].remoteID {
-                    try Self.record(run[index].id, remote, on: target, in: tx)
-                }
-                try tx.upsertMessage(rows[index])
+                try Self.finish(run[index].id, remote: receipts[index].remoteID ?? prepared[index].remoteID, on: target, in: tx)
             }
         }
-        for planned in run {
-            if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
-            stats.lag = max(0, Date().timeIntervalSince(planned.message.sentAt))
-            observer?(.copied(planned.id))
-        }
+        for planned in run { counted(planned.message, id: planned.id, from: source) }
         let waitKeys = run.map { Self.waitKey($0.id, target) }
         let waited = try store.read { tx in try run.indices.filter { !(try tx.pendingOperations(waitingOn: waitKeys[$0]).isEmpty) } }
         for index in waited { try await flushWaiting(for: run[index].id, on: target) }
@@ -392,12 +452,13 @@ public actor Bridge {
         try store.write { try $0.upsertMessage(row) }
     }
 
-    /// The ledger row `remember` keeps for a message.
-    private func rememberedRow(_ message: RemoteMessage, id: MessageID, deleted: Bool) -> Message {
+    /// The ledger row `remember` keeps for a message (`pending` while its copy is prepared but not yet published).
+    private func rememberedRow(_ message: RemoteMessage, id: MessageID, deleted: Bool, pending: Bool = false) -> Message {
         Message(id: id, conversation: ConversationID("bridge:\(a.conversation)|\(b.conversation)"),
                 sender: message.sender, content: MessageContent(text: message.text), timestamp: message.sentAt,
                 hasServerTimestamp: true, editedAt: message.editedAt,
-                deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: .received, isOutgoing: false)
+                deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: pending ? .pending : .received,
+                isOutgoing: false)
     }
 
     /// Downloads each attachment from the source and uploads it to the target, checking the digest.

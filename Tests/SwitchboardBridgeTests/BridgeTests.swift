@@ -118,6 +118,41 @@ struct BridgeTests {
         #expect(right.map(\.text) == ["m0", "m1", "m2", "m3"])
     }
 
+    @Test("killed between publish and bookkeeping, then the original is edited: the stored copy is republished, then edited; one copy")
+    func editAfterInterruptedCopy() async throws {
+        // A content-derived target: preparing the edited text again would give another target ID for the same key.
+        let pair = try Pair(rightScheme: .contentDerived)
+        defer { pair.remove() }
+        let original = try await send(pair.alice, "before", in: "room-left")
+        pair.right.faults.loseNextPublishResponses(1)  // the copy lands on the right, the bridge never hears back
+        await #expect(throws: (any Error).self) { try await pair.bridge().catchUp() }
+        try await pair.alice.edit(original, in: "room-left", text: "after")
+        try await pair.bridge().catchUp()  // a restarted bridge
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.map(\.text) == ["after"], "one copy, carrying the edit")
+        try await pair.bridge().catchUp()
+        #expect(try await pair.messages(pair.right, "room-right", as: "bob").map(\.text) == ["after"], "a further pass adds nothing")
+        #expect(try await pair.messages(pair.left, "room-left", as: "alice").map(\.text) == ["after"], "nothing came back")
+    }
+
+    @Test("a copy pending towards one side is not republished when its echo comes back from that side")
+    func pendingEchoIsNotRepublished() async throws {
+        let pair = try Pair(rightScheme: .contentDerived)
+        defer { pair.remove() }
+        _ = try await send(pair.alice, "hello", in: "room-left")
+        pair.right.faults.loseNextPublishResponses(1)
+        // Left → right fails after the copy landed; the right → left pass then meets that copy (the echo) first.
+        await #expect(throws: (any Error).self) { try await pair.bridge().catchUp(.aToB) }
+        let rightToLeft = try Bridge(
+            a: BridgeSide(name: "right", adapter: pair.right.makeAdapter(for: "bridge"), conversation: "room-right"),
+            b: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
+            store: pair.store)
+        try await rightToLeft.catchUp(.aToB)
+        try await pair.bridge().catchUp()
+        #expect(try await pair.messages(pair.right, "room-right", as: "bob").map(\.text) == ["hello"])
+        #expect(try await pair.messages(pair.left, "room-left", as: "alice").map(\.text) == ["hello"])
+    }
+
     @Test("a reaction on a message not bridged yet waits in the store and is applied once its target crosses")
     func waitingReaction() async throws {
         let pair = try Pair()
