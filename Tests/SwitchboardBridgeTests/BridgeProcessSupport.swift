@@ -273,12 +273,12 @@ final class BridgeChild: @unchecked Sendable {
     /// Keeps the stdout pipe alive.
     private let pipe: Pipe
 
-    /// Starts `switchboard bridge` with `arguments`, standard error appended to `log`.
-    init(arguments: [String], environment: [String: String], log: URL) throws {
+    /// Starts `switchboard <command>` (`bridge` unless told) with `arguments`, standard error appended to `log`.
+    init(command: String = "bridge", arguments: [String], environment: [String: String], log: URL) throws {
         let executable = try SwitchboardExecutable.locate()
         process = Process()
         process.executableURL = executable
-        process.arguments = ["bridge"] + arguments
+        process.arguments = [command] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         if !FileManager.default.fileExists(atPath: log.path) {
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -420,9 +420,9 @@ final class BridgeChildren: Sendable {
     /// The children, oldest first.
     private let children = Mutex<[BridgeChild]>([])
 
-    /// Starts a `switchboard bridge` child (as `BridgeChild.init`) and remembers it.
-    func launch(arguments: [String], environment: [String: String], log: URL) throws -> BridgeChild {
-        let child = try BridgeChild(arguments: arguments, environment: environment, log: log)
+    /// Starts a `switchboard <command>` child (`bridge` unless told; as `BridgeChild.init`) and remembers it.
+    func launch(command: String = "bridge", arguments: [String], environment: [String: String], log: URL) throws -> BridgeChild {
+        let child = try BridgeChild(command: command, arguments: arguments, environment: environment, log: log)
         children.withLock { $0.append(child) }
         return child
     }
