@@ -11,10 +11,10 @@ import SwitchboardStore
 /// update (edit, delete); reactions and receipts follow the map, and wait in the persisted queue when their
 /// target is not bridged yet. Each side's change cursor advances only after its batch is fully bridged.
 ///
-/// With `BridgeConfiguration.batchCopies` (a migration sets it) and towards a `BulkPublishingAdapter`, runs of
+/// With `BridgeConfiguration.batchCopies` (the default) and towards a `BulkPublishingAdapter`, runs of
 /// consecutive plain new messages (no reply, no attachment, not deleted, not the bridge's own) are copied in
-/// batches with the same order of steps: prepare each under its key, record all their mappings in one store
-/// transaction, `publishAll`, then the bookkeeping in one more.
+/// batches with the same order of steps: prepare each under its key, persist all their mappings and prepared
+/// copies in one store transaction, `publishAll`, then the bookkeeping in one more.
 public actor Bridge {
     /// The two sides.
     public let a: BridgeSide

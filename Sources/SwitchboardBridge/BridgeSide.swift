@@ -34,9 +34,8 @@ public struct BridgeConfiguration: Sendable {
     /// Where log lines go (never secrets).
     public var log: @Sendable (String) -> Void = { _ in }
     /// Whether runs of plain new messages towards a `BulkPublishingAdapter` are copied in batches (prepare all →
-    /// record their mappings in one transaction → `publishAll` → bookkeeping); a migration turns it on, the live
-    /// bridge copies one by one.
-    public var batchCopies = false
+    /// persist their mappings and prepared copies in one transaction → `publishAll` → bookkeeping).
+    public var batchCopies = true
 
     /// Defaults.
     public init() {}

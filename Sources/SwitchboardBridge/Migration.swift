@@ -262,7 +262,6 @@ public actor Migration {
         var bridge = BridgeConfiguration()
         bridge.batchSize = configuration.batchSize
         bridge.log = configuration.log
-        bridge.batchCopies = true
         return bridge
     }
 

@@ -286,11 +286,13 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         var changes: [RemoteChange] = []
         let group = try groupID(conversation)
         let cipher = try cipher(conversation)
-        for envelope in envelopes {
-            guard let opened = XMTPMessageMapping.open(envelope, groupID: group, cipher: cipher) else { continue }
-            let row = try store.storeReceived(opened, payloadHash: Digest.sha256Hex(envelope.data))
+        let opened = envelopes.compactMap { envelope -> (row: XMTPMessageRow, payloadHash: String)? in
+            XMTPMessageMapping.open(envelope, groupID: group, cipher: cipher).map { ($0, Digest.sha256Hex(envelope.data)) }
+        }
+        let stored = try store.storeReceived(opened)  // the page in one transaction
+        for (envelope, row) in zip(opened, stored) {
             // The envelope's own sequence (a duplicate's stored row keeps the earliest).
-            changes += try self.changes(for: opened, stored: row, in: conversation)
+            changes += try self.changes(for: envelope.row, stored: row, in: conversation)
         }
         return changes
     }

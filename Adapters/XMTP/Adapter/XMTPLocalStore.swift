@@ -197,24 +197,33 @@ final class XMTPLocalStore: @unchecked Sendable {
     /// Published with the node's time and sequence; the earliest sequence wins for duplicates. Intents whose
     /// payload hash matches are Processed. Returns the stored row.
     func storeReceived(_ row: XMTPMessageRow, payloadHash: String) throws -> XMTPMessageRow {
-        try transaction { db in
-            try db.execute("""
-                INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET
-                    delivery_status = 2,
-                    sent_at_ns = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
-                                        OR excluded.sequence_id < group_messages.sequence_id
-                                      THEN excluded.sent_at_ns ELSE group_messages.sent_at_ns END,
-                    sequence_id = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
-                                         OR excluded.sequence_id < group_messages.sequence_id
-                                       THEN excluded.sequence_id ELSE group_messages.sequence_id END
-                """, [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender,
-                      XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID, row.sequenceID,
-                      row.idempotencyKey])
-            try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ? OR message_id = ?",
-                           [XMTPIntentState.processed.rawValue, payloadHash, row.id])
-            return try Self.message(row.id, db) ?? row
-        }
+        try transaction { db in try Self.storeReceived(row, payloadHash: payloadHash, db) }
+    }
+
+    /// `storeReceived` for a page of envelopes in one transaction (one commit, not one per envelope).
+    func storeReceived(_ rows: [(row: XMTPMessageRow, payloadHash: String)]) throws -> [XMTPMessageRow] {
+        guard !rows.isEmpty else { return [] }
+        return try transaction { db in try rows.map { try Self.storeReceived($0.row, payloadHash: $0.payloadHash, db) } }
+    }
+
+    /// `storeReceived` on an already locked connection inside a transaction.
+    private static func storeReceived(_ row: XMTPMessageRow, payloadHash: String, _ db: SQLiteConnection) throws -> XMTPMessageRow {
+        try db.execute("""
+            INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO UPDATE SET
+                delivery_status = 2,
+                sent_at_ns = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
+                                    OR excluded.sequence_id < group_messages.sequence_id
+                                  THEN excluded.sent_at_ns ELSE group_messages.sent_at_ns END,
+                sequence_id = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
+                                     OR excluded.sequence_id < group_messages.sequence_id
+                                   THEN excluded.sequence_id ELSE group_messages.sequence_id END
+            """, [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender,
+                  XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID, row.sequenceID,
+                  row.idempotencyKey])
+        try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ? OR message_id = ?",
+                       [XMTPIntentState.processed.rawValue, payloadHash, row.id])
+        return try Self.message(row.id, db) ?? row
     }
 
     /// Sets a row's delivery status.
