@@ -44,7 +44,11 @@ public final class SQLiteStore: LeaseStore {
         if !Self.isInMemory(path) {
             // Without the second connection the store still works: SQLite then checkpoints on commit as usual.
             checkpointer = try? WALCheckpointer(path: path)
-            if checkpointer != nil { try? connection.execute("PRAGMA wal_autocheckpoint = 0") }
+            if checkpointer != nil {
+                // The background checkpoint can only restart the WAL once it catches up with the writer; under
+                // writes without pause it never does, so a commit still checkpoints once the WAL is this large.
+                _ = try? connection.queryFirst("PRAGMA wal_autocheckpoint = \(WALCheckpointer.fallbackPages)") { $0.int(at: 0) }
+            }
         }
         self.checkpointer = checkpointer
         self.connection = Mutex(connection)
@@ -90,6 +94,11 @@ public final class SQLiteStore: LeaseStore {
     /// The migration names recorded in the database, in the order they were applied.
     func appliedMigrations() throws -> [String] {
         try withConnection { try Migrations.appliedNames(in: $0) }
+    }
+
+    /// The store connection's automatic checkpoint threshold in pages (the fallback while `WALCheckpointer` works).
+    func walAutocheckpoint() throws -> Int {
+        try withConnection { try $0.queryFirst("PRAGMA wal_autocheckpoint") { $0.int(at: 0) } ?? -1 }
     }
 
     /// The journal mode the connection reports (`wal` for files, `memory` for `:memory:`).

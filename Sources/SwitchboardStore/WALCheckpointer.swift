@@ -2,21 +2,27 @@ import Dispatch
 import Synchronization
 import SwitchboardSQLite
 
-/// Moves WAL checkpoints off the commit path: the store's own connection never checkpoints (automatic
-/// checkpoints are off there); every `commitsPerCheckpoint` commits this object runs a PASSIVE checkpoint on a
-/// connection and queue of its own. A passive checkpoint never blocks the writer, and the file syncs it does
-/// (synchronous = NORMAL) no longer land inside some unlucky send.
+/// Moves WAL checkpoints off the commit path: every `commitsPerCheckpoint` commits this object runs a PASSIVE
+/// checkpoint on a connection and queue of its own. A passive checkpoint never blocks the writer, and the file
+/// syncs it does (synchronous = NORMAL) no longer land inside some unlucky send. The WAL restarts from its top
+/// once a checkpoint has caught up with the writer, which any pause in writing allows; under writes without
+/// pause the store's own connection still checkpoints at `fallbackPages`, so the WAL stays bounded.
 final class WALCheckpointer: Sendable {
     /// Commits between two checkpoints (SQLite's automatic checkpoint runs about every 1,000 WAL pages).
     static let commitsPerCheckpoint = 100
+    /// The store connection's own automatic checkpoint threshold, in pages (16 MB of WAL at 4 kB pages).
+    static let fallbackPages = 4_000
 
-    private struct State {
-        var connection: SQLiteConnection?
+    private struct Counters {
         var commits = 0
         var isScheduled = false
+        var isClosed = false
     }
 
-    private let state: Mutex<State>
+    /// What the commit path touches: a few integers, never held during a checkpoint.
+    private let counters = Mutex(Counters())
+    /// The checkpoint connection; used on `queue` only (and by `close` after draining it).
+    private let connection: Mutex<SQLiteConnection?>
     private let queue = DispatchQueue(label: "switchboard.store.checkpoint", qos: .utility)
 
     /// Opens the checkpoint connection on the (already configured, WAL-mode) database at `path`.
@@ -28,16 +34,16 @@ final class WALCheckpointer: Sendable {
             connection.close()
             throw error
         }
-        state = Mutex(State(connection: connection))
+        self.connection = Mutex(connection)
     }
 
     /// Counts a commit and schedules a checkpoint when enough have piled up since the last one.
     func didCommit() {
-        let schedule = state.withLock { state -> Bool in
-            state.commits += 1
-            guard state.connection != nil, !state.isScheduled, state.commits >= Self.commitsPerCheckpoint else { return false }
-            state.isScheduled = true
-            state.commits = 0
+        let schedule = counters.withLock { counters -> Bool in
+            counters.commits += 1
+            guard !counters.isClosed, !counters.isScheduled, counters.commits >= Self.commitsPerCheckpoint else { return false }
+            counters.isScheduled = true
+            counters.commits = 0
             return true
         }
         if schedule { queue.async { self.checkpoint() } }
@@ -45,18 +51,19 @@ final class WALCheckpointer: Sendable {
 
     /// Runs one passive checkpoint now (on the caller's thread); a failure is left for the next one to retry.
     func checkpoint() {
-        state.withLock { state in
-            defer { state.isScheduled = false }
-            _ = try? state.connection?.queryFirst("PRAGMA wal_checkpoint(PASSIVE)") { $0.int(at: 0) }
+        connection.withLock { connection in
+            _ = try? connection?.queryFirst("PRAGMA wal_checkpoint(PASSIVE)") { $0.int(at: 0) }
         }
+        counters.withLock { $0.isScheduled = false }
     }
 
     /// Waits for a scheduled checkpoint and closes the connection; later commits are only counted.
     func close() {
+        counters.withLock { $0.isClosed = true }
         queue.sync {}
-        state.withLock { state in
-            state.connection?.close()
-            state.connection = nil
+        connection.withLock { connection in
+            connection?.close()
+            connection = nil
         }
     }
 }

@@ -69,6 +69,39 @@ struct SQLiteStoreTests {
         #expect(try memory.journalMode() == "memory")
     }
 
+    @Test("Checkpoints run off the commit path and keep the WAL small; under writes without pause it stays bounded")
+    func checkpointsOffTheCommitPath() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("store.sqlite")
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        #expect(try store.walAutocheckpoint() == WALCheckpointer.fallbackPages, "commits checkpoint only as a fallback")
+        func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 }
+        func write(_ index: Int) throws {
+            var message = Fixtures.message()
+            message.content.text = String(repeating: "payload \(index) ", count: 40)
+            try store.write { try $0.upsertMessage(message) }
+        }
+        // Bursts of 50 commits with pauses, as a chat client writes: the background checkpoint catches up in each
+        // pause and the WAL restarts, so it never grows past a few bursts' pages (without any checkpoint: ~16 MB).
+        var largest = 0
+        for index in 0..<1_000 {
+            try write(index)
+            if index % 50 == 49 { try await Task.sleep(for: .milliseconds(30)) }
+            largest = max(largest, walSize())
+        }
+        #expect(largest > 0 && largest < 4 << 20, "with pauses the WAL grew to \(largest) bytes")
+        // Writes without any pause: the fallback bounds the WAL near 4,000 pages.
+        largest = 0
+        for index in 1_000..<5_000 {
+            try write(index)
+            largest = max(largest, walSize())
+        }
+        #expect(largest < 24 << 20, "without pauses the WAL grew to \(largest) bytes")
+        #expect(try RawDatabase(path: path).text("SELECT count(*) FROM messages") == "5000")
+    }
+
     @Test("An empty existing file becomes a new store")
     func emptyFile() throws {
         let directory = try TemporaryDirectory()
