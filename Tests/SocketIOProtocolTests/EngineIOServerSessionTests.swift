@@ -178,3 +178,37 @@ struct SocketIOServerConnectionTests {
                               .disconnect(namespace: "/")])
     }
 }
+
+/// The server's limits on binary packets, which it checks before buffering any attachment.
+@Suite("SocketIOServerConnection binary limits")
+struct SocketIOServerConnectionLimitTests {
+    @Test("binary headers on a namespace not joined are refused before any attachment is buffered")
+    func binaryBeforeJoin() {
+        var connection = SocketIOServerConnection()
+        #expect(throws: SocketIOProtocolError.notConnected("/")) {
+            try connection.receiveText(#"51-["x",{"_placeholder":true,"num":0}]"#)
+        }
+        #expect(throws: SocketIOProtocolError.unexpectedAttachment) { try connection.receiveBinary(Data([1])) }
+        _ = connection.accept(namespace: "/", sid: "s1")
+        #expect(throws: SocketIOProtocolError.notConnected("/other")) {
+            try connection.receiveText(#"61-/other,3[{"_placeholder":true,"num":0}]"#)
+        }
+    }
+
+    @Test("attachment count and total bytes are capped")
+    func caps() throws {
+        var connection = SocketIOServerConnection(maxAttachments: 2, maxAttachmentBytes: 10)
+        _ = connection.accept(namespace: "/", sid: "s1")
+        #expect(throws: SocketIOProtocolError.self) { try connection.receiveText(#"53-["x"]"#) }
+        #expect(try connection.receiveText(#"52-["x",{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]"#) == nil)
+        #expect(try connection.receiveBinary(Data(count: 6)) == nil)
+        #expect(throws: SocketIOProtocolError.self) { try connection.receiveBinary(Data(count: 5)) }
+        // The partial packet was dropped; a fresh one within the limits goes through.
+        #expect(try connection.receiveText(#"51-["x",{"_placeholder":true,"num":0}]"#) == nil)
+        guard case .event(let event)? = try connection.receiveBinary(Data(count: 10)) else {
+            Issue.record("expected an event")
+            return
+        }
+        #expect(event.attachments == [Data(count: 10)])
+    }
+}

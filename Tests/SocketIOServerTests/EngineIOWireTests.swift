@@ -100,7 +100,7 @@ struct EngineIOWireTests {
     func wire() async throws {
         try await SocketIOHarness.with(configure: { configuration in
             configuration.pingInterval = .milliseconds(200)
-            configuration.pingTimeout = .milliseconds(300)
+            configuration.pingTimeout = .seconds(2)
         }) { harness in
             let alice = try await harness.register("alice"), bob = try await harness.register("bob")
             try await harness.createConversation("c1", members: ["bob"], token: alice)
@@ -111,17 +111,22 @@ struct EngineIOWireTests {
             let handshake = try EngineIOHandshake.decode(String(open.dropFirst()))
             #expect(handshake.upgrades.isEmpty)
             #expect(handshake.pingInterval == .milliseconds(200))
-            #expect(handshake.pingTimeout == .milliseconds(300))
+            #expect(handshake.pingTimeout == .seconds(2))
             #expect(handshake.maxPayload == 1_000_000)
-            #expect(open.contains(#""sid":"\#(handshake.sid)","upgrades":[],"pingInterval":200,"pingTimeout":300,"maxPayload":1000000"#))
+            #expect(open.contains(#""sid":"\#(handshake.sid)","upgrades":[],"pingInterval":200,"pingTimeout":2000,"maxPayload":1000000"#))
             #expect(harness.server.openSockets == 1)
 
             try await socket.send("40/admin,{\"token\":\"\(alice)\"}")
             #expect(try await socket.nextNonPing() == #"44/admin,{"message":"Invalid namespace"}"#)
-            try await socket.send("40")
-            #expect(try await socket.nextNonPing() == #"44{"message":"unauthorized"}"#)
-            try await socket.send("40{\"token\":\"\(bob)x\"}")
-            #expect(try await socket.nextNonPing() == #"44{"message":"unauthorized"}"#)
+            // A refused auth is answered, then the socket is closed at once.
+            for auth in ["", "{\"token\":\"\(bob)x\"}"] {
+                let refused = try await RawSocket(harness)
+                _ = try await refused.next()
+                try await refused.send("40" + auth)
+                #expect(try await refused.nextNonPing() == #"44{"message":"unauthorized"}"#)
+                #expect(try await refused.nextNonPing() == "1", "the Engine.IO close packet")
+                #expect(try await refused.nextNonPing() == nil)
+            }
             #expect(harness.server.activeListeners == 0)
             try await socket.send("40{\"token\":\"\(alice)\"}")
             let connected = try #require(try await socket.nextNonPing())
@@ -201,6 +206,85 @@ struct EngineIOWireTests {
             #expect(try await upgrade.next() == nil, "no polling session exists to upgrade")
             let old = try await RawSocket(harness, query: "EIO=3&transport=websocket")
             #expect(try await old.next() == nil)
+        }
+    }
+
+    @Test("a socket that joins no namespace with a valid token is closed after the connect timeout")
+    func connectTimeout() async throws {
+        try await SocketIOHarness.with(configure: { $0.connectTimeout = .seconds(2) }) { harness in
+            let alice = try await harness.register("alice")
+            let idle = try await RawSocket(harness)
+            _ = try await idle.next()
+            let joined = try await RawSocket(harness)
+            _ = try await joined.next()
+            try await joined.send("40{\"token\":\"\(alice)\"}")
+            let answer = try await joined.nextNonPing()
+            #expect(answer?.hasPrefix("40{") == true, "got \(String(describing: answer))")
+            // The idle socket answers pings but never connects: it is closed anyway.
+            #expect(try await idle.nextNonPing(timeout: .seconds(5)) == "1")
+            #expect(try await idle.nextNonPing(timeout: .seconds(5)) == nil)
+            try await Task.sleep(for: .milliseconds(300))
+            try await joined.send(#"421["ping:app"]"#)
+            #expect(try await joined.nextNonPing()?.hasPrefix(#"431[{"ok":true"#) == true, "the joined socket stays open")
+            await joined.client.close()
+        }
+    }
+
+    @Test("binary packets on a namespace not joined, or over the attachment limits, close the socket")
+    func binaryLimits() async throws {
+        try await SocketIOHarness.with(configure: { $0.maxPayload = 1_000 }) { harness in
+            let alice = try await harness.register("alice")
+            let early = try await RawSocket(harness)
+            _ = try await early.next()
+            try await early.send(#"451-["blob",{"_placeholder":true,"num":0}]"#)
+            #expect(try await early.nextNonPing() == "1")
+            #expect(try await early.nextNonPing() == nil)
+
+            for (header, attachments) in [(#"4511-["blob"]"#, [Data]()),
+                                          (#"452-["blob",{"_placeholder":true,"num":0},{"_placeholder":true,"num":1}]"#,
+                                           [Data(count: 600), Data(count: 600)])] {
+                let socket = try await RawSocket(harness)
+                _ = try await socket.next()
+                try await socket.send("40{\"token\":\"\(alice)\"}")
+                #expect(try await socket.nextNonPing()?.hasPrefix("40{") == true)
+                try await socket.send(header)
+                for attachment in attachments { try? await socket.client.send(binary: attachment) }
+                #expect(try await socket.nextNonPing() == "1", "closed after \(header)")
+                #expect(try await socket.nextNonPing() == nil)
+            }
+        }
+    }
+
+    @Test("a non-member's socket receives no message or typing event of the conversation")
+    func nonMemberGetsNothing() async throws {
+        try await SocketIOHarness.with { harness in
+            let alice = try await harness.register("alice"), bob = try await harness.register("bob")
+            let carol = try await harness.register("carol")
+            try await harness.createConversation("c1", members: ["bob"], token: alice)
+            var sockets: [RawSocket] = []
+            for token in [alice, bob, carol] {
+                let socket = try await RawSocket(harness)
+                _ = try await socket.next()
+                try await socket.send("40{\"token\":\"\(token)\"}")
+                #expect(try await socket.nextNonPing()?.hasPrefix("40{") == true)
+                sockets.append(socket)
+            }
+            let (aliceSocket, bobSocket, carolSocket) = (sockets[0], sockets[1], sockets[2])
+            try await bobSocket.send(#"421["typing",{"conversationId":"c1","typing":true}]"#)
+            #expect(try await bobSocket.nextNonPing() == #"431[{"ok":true}]"#)
+            // Carol cannot type into c1 either.
+            try await carolSocket.send(#"421["typing",{"conversationId":"c1","typing":true}]"#)
+            #expect(try await carolSocket.nextNonPing()?.hasPrefix(#"431[{"ok":false"#) == true)
+            _ = try await harness.send("c1", "secret", token: bob)
+            // The member sees both events, in order.
+            #expect(try await aliceSocket.nextNonPing()?.hasPrefix(#"42["typing",{"conversationId":"c1","userId":"bob""#) == true)
+            #expect(try await aliceSocket.nextNonPing()?.contains(#""text":"secret""#) == true)
+            // A fence: the first event carol gets is from her own conversation, so nothing of c1 came before it.
+            try await harness.createConversation("c2", members: ["carol"], token: bob)
+            _ = try await harness.send("c2", "fence", token: bob)
+            let first = try #require(try await carolSocket.nextNonPing())
+            #expect(first.hasPrefix(#"42["message",{"#) && first.contains(#""text":"fence""#), "carol got \(first)")
+            for socket in sockets { await socket.client.close() }
         }
     }
 }

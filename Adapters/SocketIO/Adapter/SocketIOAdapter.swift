@@ -292,13 +292,12 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         if connected.isEmpty, let first = streams.first, await first.client.waitUntilConnected(timeout: Self.typingConnectWait) {
             connected = [first]
         }
-        for stream in connected {
+        if let stream = connected.first {
             let answer = try await stream.client.emitWithAck("typing", [["conversationId": .string(conversation.rawValue),
                                                                         "typing": .bool(isTyping)]])
             if answer.first?["ok"]?.boolValue != true {
                 throw SwitchboardError(.refused, "typing refused: \(answer.first?["error"]?.stringValue ?? "no reason")")
             }
-            return
         }
     }
 

@@ -23,12 +23,10 @@
 public enum SocketIOProtocol {
     /// The Engine.IO protocol revision carried as `EIO=4` in the query string.
     public static let engineIOVersion = 4
-    /// The Socket.IO protocol revision implemented (v5, spoken by socket.io 3.x/4.x and python-socketio 5.x).
-    public static let socketIOVersion = 5
     /// The default HTTP path of the endpoint.
     public static let defaultPath = "/socket.io/"
     /// The query string of a WebSocket-only connection: `EIO=4&transport=websocket`.
-    public static let webSocketQuery = "EIO=4&transport=websocket"
+    public static let webSocketQuery = "EIO=\(engineIOVersion)&transport=websocket"
 }
 
 /// Why an Engine.IO frame could not be decoded.
@@ -76,6 +74,10 @@ public enum SocketIOProtocolError: Error, Sendable, Hashable, CustomStringConver
     case expectedAttachment
     /// A placeholder refers to an attachment that does not exist.
     case invalidPlaceholder(String)
+    /// A binary packet (`5`/`6`) on a namespace the client has not joined (server side).
+    case notConnected(String)
+    /// A binary packet over the server's attachment count or byte limit; the text says which.
+    case limitExceeded(String)
 
     /// A human-readable explanation.
     public var description: String {
@@ -89,6 +91,8 @@ public enum SocketIOProtocolError: Error, Sendable, Hashable, CustomStringConver
         case .unexpectedAttachment: return "unexpected binary attachment"
         case .expectedAttachment: return "expected a binary attachment, got a text packet"
         case .invalidPlaceholder(let why): return "invalid binary placeholder: \(why)"
+        case .notConnected(let namespace): return "binary packet on namespace \(namespace) which is not connected"
+        case .limitExceeded(let why): return "binary packet too large: \(why)"
         }
     }
 }

@@ -20,14 +20,24 @@ public enum SocketIOServerDecision: Sendable, Hashable {
 /// binary ones) and makes the answer frames, keeping track of which namespaces the client has joined.
 ///
 /// Feed it the `deliverText`/`deliverBinary` outputs of `EngineIOServerSession`. A thrown
-/// `SocketIOProtocolError` means the client spoke malformed Socket.IO: close the connection.
+/// `SocketIOProtocolError` means the client spoke malformed Socket.IO, sent a binary packet on a namespace it has
+/// not joined, or exceeded the attachment limits: close the connection.
 public struct SocketIOServerConnection: Sendable {
     /// Joined namespaces and the Socket.IO sid handed out for each.
     public private(set) var connectedNamespaces: [String: String] = [:]
+    /// The most attachments one binary packet may announce.
+    public let maxAttachments: Int
+    /// The most attachment bytes one binary packet may carry in total.
+    public let maxAttachmentBytes: Int
     private var assembler = SocketIOBinaryAssembler()
+    private var pendingAttachmentBytes = 0
 
-    /// A connection with no namespace joined.
-    public init() {}
+    /// A connection with no namespace joined; binary packets are limited to `maxAttachments` attachments of
+    /// `maxAttachmentBytes` bytes in total (pass the session's `maxPayload`).
+    public init(maxAttachments: Int = 10, maxAttachmentBytes: Int = 1_000_000) {
+        self.maxAttachments = maxAttachments
+        self.maxAttachmentBytes = maxAttachmentBytes
+    }
 
     /// Whether the client has joined `namespace`.
     public func isConnected(_ namespace: String) -> Bool { connectedNamespaces[namespace] != nil }
@@ -36,12 +46,26 @@ public struct SocketIOServerConnection: Sendable {
     public mutating func receiveText(_ text: String) throws(SocketIOProtocolError) -> SocketIOServerDecision? {
         if assembler.isAwaitingAttachments { throw .expectedAttachment }
         let packet = try SocketIOPacket.decode(text)
+        if packet.type.isBinary {
+            // Refuse before buffering anything: binary packets only count on a joined namespace.
+            guard isConnected(packet.namespace) else { throw .notConnected(packet.namespace) }
+            guard packet.attachmentCount <= maxAttachments else {
+                throw .limitExceeded("\(packet.attachmentCount) attachments exceed \(maxAttachments)")
+            }
+            pendingAttachmentBytes = 0
+        }
         guard let complete = try assembler.begin(packet) else { return nil }
         return decide(complete)
     }
 
     /// Handles a binary message (an attachment): the decision after the last one, nil before.
     public mutating func receiveBinary(_ data: Data) throws(SocketIOProtocolError) -> SocketIOServerDecision? {
+        guard assembler.isAwaitingAttachments else { throw .unexpectedAttachment }
+        pendingAttachmentBytes += data.count
+        guard pendingAttachmentBytes <= maxAttachmentBytes else {
+            assembler.reset()
+            throw .limitExceeded("attachments exceed \(maxAttachmentBytes) bytes")
+        }
         guard let complete = try assembler.add(data) else { return nil }
         return decide(complete)
     }
@@ -88,6 +112,7 @@ public struct SocketIOServerConnection: Sendable {
     public mutating func reset() {
         connectedNamespaces = [:]
         assembler.reset()
+        pendingAttachmentBytes = 0
     }
 
     private mutating func decide(_ packet: SocketIOPacket) -> SocketIOServerDecision {

@@ -17,7 +17,7 @@ struct SocketIOReaction: Sendable, Hashable {
 }
 
 /// How far a member got with a message; receipts only move forward.
-enum SocketIOReceiptState: Int, Sendable, Hashable, Comparable {
+enum SocketIOReceiptState: Int, Sendable, Hashable {
     /// The message reached the member's device.
     case delivered = 1
     /// The member read it.
@@ -34,9 +34,6 @@ enum SocketIOReceiptState: Int, Sendable, Hashable, Comparable {
         default: return nil
         }
     }
-
-    /// Delivered comes before read.
-    static func < (lhs: SocketIOReceiptState, rhs: SocketIOReceiptState) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// One member's receipt on a message.

@@ -46,13 +46,6 @@ struct SocketIOJSONBody: Sendable {
         return text
     }
 
-    /// A boolean field.
-    func bool(_ name: String) throws(SocketIOServerError) -> Bool? {
-        guard let value = value(name) else { return nil }
-        guard case .bool(let flag) = value else { throw .badRequest("\(name) must be true or false") }
-        return flag
-    }
-
     /// An array of strings.
     func strings(_ name: String) throws(SocketIOServerError) -> [String]? {
         guard let value = value(name) else { return nil }
@@ -191,13 +184,19 @@ enum SocketIOValidation {
         return text
     }
 
+    /// The `clientMessageId` of a `POST …/messages` body: 1–128 UTF-8 bytes without control characters.
+    static func clientMessageID(_ body: SocketIOJSONBody) throws(SocketIOServerError) -> String {
+        let clientMessageID = try body.requiredString("clientMessageId")
+        guard (1...128).contains(clientMessageID.utf8.count), hasNoControlCharacters(clientMessageID) else {
+            throw .badRequest("clientMessageId must be 1–128 UTF-8 bytes without control characters")
+        }
+        return clientMessageID
+    }
+
     /// A new message's fields from a `POST …/messages` body.
     static func messageInput(_ body: SocketIOJSONBody, maxTextBytes: Int, maxAttachments: Int) throws(SocketIOServerError)
         -> SocketIOMessageInput {
-        let clientMessageID = try body.requiredString("clientMessageId")
-        guard (1...128).contains(clientMessageID.count), hasNoControlCharacters(clientMessageID) else {
-            throw .badRequest("clientMessageId must be 1–128 characters without control characters")
-        }
+        let clientMessageID = try clientMessageID(body)
         let text = try Self.text(try body.string("text") ?? "", maxBytes: maxTextBytes)
         let replyTo = try body.string("replyTo").map { text throws(SocketIOServerError) in try messageID(text, field: "replyTo") }
         let attachments = try Self.attachments(body.value("attachments"), max: maxAttachments)

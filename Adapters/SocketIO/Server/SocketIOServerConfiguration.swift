@@ -30,6 +30,9 @@ public struct SocketIOServerConfiguration: Sendable {
     public var pingTimeout: Duration = .milliseconds(20_000)
     /// Engine.IO `maxPayload` announced in the open packet; larger WebSocket messages close the connection.
     public var maxPayload = 1_000_000
+    /// How long a new socket may stay open without joining a namespace with a valid token (engine.io's
+    /// `connectTimeout`); a refused token closes the socket at once.
+    public var connectTimeout: Duration = .seconds(10)
     /// How many live events one socket may fall behind before it is closed (its client reconnects and catches up).
     public var socketBufferLimit = 1_000
     /// HTTP worker threads: every open socket holds one.

@@ -7,10 +7,8 @@ import SwitchboardNet
 /// directly), plus what the Socket.IO endpoint needs (token checks, typing, the live hub).
 ///
 /// Every endpoint but register needs `Authorization: Bearer <token>`. Mutations run under one gate that also
-/// publishes their live event, so sockets see changes in commit (version) order. Choices WIRE.md leaves open:
-/// unknown users in member lists are `400`; a message needs text or an attachment; `replyTo` must name a message
-/// of the same conversation; reacting to a deleted message is `409` (receipts on it are still recorded); JSON
-/// bodies above `maxRequestBodySize` are `413`.
+/// publishes their live event, so sockets see changes in commit (version) order. WIRE.md states every validation
+/// rule (unknown members, empty messages, `replyTo`, deleted messages, body and text limits, `clientMessageId`).
 final class SocketIOService: Sendable {
     /// The server's settings.
     let configuration: SocketIOServerConfiguration
@@ -256,10 +254,17 @@ final class SocketIOService: Sendable {
     private func send(_ request: HTTPServerRequest, _ conversation: String) async throws -> HTTPServerResponse {
         let user = try await authenticate(request)
         try await requireMember(conversation, user)
-        let input = try SocketIOValidation.messageInput(try SocketIOJSONBody(request.body), maxTextBytes: configuration.maxTextBytes,
+        let body = try SocketIOJSONBody(request.body)
+        // A retry returns the stored message even if its body would no longer pass validation.
+        let clientMessageID = try SocketIOValidation.clientMessageID(body), store = self.store
+        if let existing = try await runner.run({
+            try store.message(conversation: conversation, sender: user, clientMessageID: clientMessageID)
+        }) {
+            return Self.ok(existing.json, status: 200)
+        }
+        let input = try SocketIOValidation.messageInput(body, maxTextBytes: configuration.maxTextBytes,
                                                         maxAttachments: configuration.maxAttachments)
         if let replyTo = input.replyTo {
-            let store = self.store
             guard try await runner.run({ try store.message(conversation: conversation, id: replyTo) }) != nil else {
                 throw SocketIOServerError.badRequest("replyTo \(replyTo) is not a message of conversation \(conversation)")
             }
@@ -316,6 +321,9 @@ final class SocketIOService: Sendable {
             guard !current.isDeleted else { throw SocketIOServerError.conflict("message \(id) is deleted") }
             guard !Self.closed(window, since: current.createdMs, now: now) else {
                 throw SocketIOServerError.forbidden("edit_window_closed", "the edit window of message \(id) has closed")
+            }
+            guard !text.isEmpty || !(current.attachments.arrayValue?.isEmpty ?? true) else {
+                throw SocketIOServerError.badRequest("a message needs text or at least one attachment")
             }
             guard let edited = try store.edit(conversation: conversation, id: id, text: text, nowMs: now) else {
                 throw SocketIOServerError.notFound("message \(id) not found")
@@ -402,7 +410,11 @@ final class SocketIOService: Sendable {
         let event = SocketIOLiveEvent(name: "typing", payload: .object([
             ("conversationId", .string(conversation)), ("userId", .string(user)), ("typing", .bool(typing)),
         ]))
-        publishGate.withLock { _ in hub.publish(event, to: found.members.filter { $0 != user }) }
+        // On a runner thread, like the other publishes: the gate may be held across SQLite work, which must
+        // not stall a cooperative-pool thread.
+        try await runner.run { [self] in
+            self.publishGate.withLock { _ in hub.publish(event, to: found.members.filter { $0 != user }) }
+        }
     }
 
     // MARK: Uploads
@@ -459,7 +471,10 @@ final class SocketIOService: Sendable {
             return (record, try Data(contentsOf: path))
         }
         guard let (record, data) = found else { throw SocketIOServerError.notFound("no file \(id)") }
-        return HTTPServerResponse(status: 200, headers: ["Content-Type": record.contentType, "X-Content-SHA256": record.sha256],
-                                  body: data)
+        // Served as a download that browsers must not sniff: the content type is whatever the uploader claimed.
+        return HTTPServerResponse(status: 200, headers: [
+            "Content-Type": record.contentType, "X-Content-SHA256": record.sha256,
+            "X-Content-Type-Options": "nosniff", "Content-Disposition": "attachment",
+        ], body: data)
     }
 }

@@ -33,6 +33,8 @@ enum SocketIOSocketSession {
         case tick
         /// A hub listener's stream ended (overflow, or the server is stopping).
         case listenerEnded(ObjectIdentifier)
+        /// The connect timeout passed; the socket closes unless a namespace is joined with a valid token.
+        case connectTimeout
     }
 
     /// The live part of a joined namespace: the hub listener and the task sending its events.
@@ -40,6 +42,9 @@ enum SocketIOSocketSession {
         var listener: SocketIOEventHub.Listener
         var forwarder: Task<Void, Never>
     }
+
+    /// How many inputs (frames, ticks) may wait for the loop; one more closes the socket.
+    static let inputQueueLimit = 256
 
     /// A random id: `bytes` random bytes, base64url without padding.
     static func randomID(bytes: Int = 15) -> String {
@@ -52,7 +57,7 @@ enum SocketIOSocketSession {
     /// Serves `connection` until it closes.
     static func run(_ connection: WebSocketConnection, service: SocketIOService, registry: SocketIOSocketRegistry) async {
         let request = connection.request
-        guard request.queryValue("EIO") == "4", request.queryValue("transport") == "websocket",
+        guard request.queryValue("EIO") == String(SocketIOProtocol.engineIOVersion), request.queryValue("transport") == "websocket",
               request.queryValue("sid") == nil else {
             // No polling sessions exist to upgrade, and only Engine.IO v4 is spoken.
             await connection.close(code: .policyViolation, reason: "only EIO=4&transport=websocket is served")
@@ -61,12 +66,27 @@ enum SocketIOSocketSession {
         let configuration = service.configuration
         var session = EngineIOServerSession(sid: randomID(), configuration: .init(
             pingInterval: configuration.pingInterval, pingTimeout: configuration.pingTimeout, maxPayload: configuration.maxPayload))
-        var socket = SocketIOServerConnection()
+        var socket = SocketIOServerConnection(maxAttachmentBytes: configuration.maxPayload)
         var subscription: Subscription?
-        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self)
+        let (inputs, continuation) = AsyncStream.makeStream(of: Input.self,
+                                                            bufferingPolicy: .bufferingOldest(inputQueueLimit))
         let reader = Task {
-            for await frame in connection.frames { continuation.yield(.frame(frame)) }
-            continuation.yield(.frame(.close(code: .abnormalClosure, reason: "")))
+            for await frame in connection.frames {
+                if case .dropped = continuation.yield(.frame(frame)) {
+                    // The loop is behind by `inputQueueLimit` inputs: stop reading and end the socket.
+                    configuration.log?("socket input queue overflowed; closing")
+                    await connection.close(code: .policyViolation, reason: "too many frames queued")
+                    continuation.finish()
+                    return
+                }
+            }
+            if case .dropped = continuation.yield(.frame(.close(code: .abnormalClosure, reason: ""))) {
+                continuation.finish()
+            }
+        }
+        let connectTimer = Task {
+            try? await Task.sleep(for: configuration.connectTimeout)
+            if !Task.isCancelled { continuation.yield(.connectTimeout) }
         }
         var timer: Task<Void, Never>?
         var timerDeadline: ContinuousClock.Instant?
@@ -77,6 +97,7 @@ enum SocketIOSocketSession {
                 subscription.forwarder.cancel()
             }
             timer?.cancel()
+            connectTimer.cancel()
             reader.cancel()
             continuation.finish()
             registry.remove(session.sid)
@@ -101,8 +122,14 @@ enum SocketIOSocketSession {
                         continue
                     }
                     guard let decision else { continue }
-                    await decide(decision, socket: &socket, subscription: &subscription, connection: connection,
-                                 service: service, continuation: continuation)
+                    let keepOpen = await decide(decision, socket: &socket, subscription: &subscription,
+                                                connection: connection, service: service, continuation: continuation)
+                    if !keepOpen {
+                        configuration.log?("socket \(session.sid): connect refused")
+                        pending = session.handle(.closeRequested)
+                    } else if subscription != nil {
+                        connectTimer.cancel()  // Authenticated: a later namespace disconnect keeps the socket.
+                    }
                 case .closeTransport:
                     await connection.close(code: .normalClosure, reason: "")
                 case .closed(let reason):
@@ -136,6 +163,10 @@ enum SocketIOSocketSession {
                 guard let current = subscription, ObjectIdentifier(current.listener) == id else { continue }
                 configuration.log?("socket \(session.sid): live events ended (overflow: \(current.listener.overflowed))")
                 pending = session.handle(.closeRequested)
+            case .connectTimeout:
+                guard subscription == nil else { continue }
+                configuration.log?("socket \(session.sid): no authenticated connect within the connect timeout")
+                pending = session.handle(.closeRequested)
             }
         }
     }
@@ -152,15 +183,15 @@ enum SocketIOSocketSession {
         for frame in frames { await send(frame, on: connection) }
     }
 
-    /// Carries out one Socket.IO decision.
+    /// Carries out one Socket.IO decision; false when the socket must close (a refused auth).
     private static func decide(_ decision: SocketIOServerDecision, socket: inout SocketIOServerConnection,
                                subscription: inout Subscription?, connection: WebSocketConnection, service: SocketIOService,
-                               continuation: AsyncStream<Input>.Continuation) async {
+                               continuation: AsyncStream<Input>.Continuation) async -> Bool {
         switch decision {
         case .connect(let namespace, let auth):
             guard namespace == "/" else {
                 await send(socket.reject(namespace: namespace, message: "Invalid namespace"), on: connection)
-                return
+                return true
             }
             let token = auth?["token"]?.stringValue ?? ""
             let user: String?
@@ -172,7 +203,7 @@ enum SocketIOSocketSession {
             }
             guard let user else {
                 await send(socket.reject(namespace: namespace, message: "unauthorized"), on: connection)
-                return
+                return false
             }
             if let previous = subscription {
                 service.hub.remove(previous.listener)
@@ -203,6 +234,7 @@ enum SocketIOSocketSession {
         case .ack, .ignored:
             break
         }
+        return true
     }
 
     /// The ack argument for a client event: `{"ok":true…}` or `{"ok":false,"error":"…"}`.

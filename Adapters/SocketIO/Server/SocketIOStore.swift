@@ -145,13 +145,6 @@ final class SocketIOStore: Sendable {
         }
     }
 
-    /// Whether `userID` is a member of conversation `id`.
-    func isMember(_ userID: String, of id: String) throws -> Bool {
-        try with { db in
-            try db.queryFirst("SELECT 1 FROM members WHERE conversation_id = ? AND user_id = ?", [id, userID]) { _ in true } ?? false
-        }
-    }
-
     // MARK: Messages
 
     private static let columns = """
@@ -200,6 +193,15 @@ final class SocketIOStore: Sendable {
     /// One message of a conversation.
     func message(conversation: String, id: Int64) throws -> SocketIOMessage? {
         try with { db in try Self.message(db, conversation: conversation, id: id) }
+    }
+
+    /// The message `sender` already stored in `conversation` under `clientMessageID`, if any.
+    func message(conversation: String, sender: String, clientMessageID: String) throws -> SocketIOMessage? {
+        try with { db in
+            try Self.messages(db, """
+                SELECT \(Self.columns) FROM messages WHERE conversation_id = ? AND sender_id = ? AND client_message_id = ?
+                """, [conversation, sender, clientMessageID]).first
+        }
     }
 
     /// Stores a new message from `sender`, or returns the one already stored under its `clientMessageId`
