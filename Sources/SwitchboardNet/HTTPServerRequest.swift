@@ -54,6 +54,15 @@ public struct HTTPServerRequest: Sendable {
         queryItems.first { $0.name == name }?.value
     }
 
+    /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), nil when absent or empty.
+    public var bearerToken: String? {
+        guard let header = headers["Authorization"] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
     /// Every value of query item `name`, in order.
     public func queryValues(_ name: String) -> [String] {
         queryItems.filter { $0.name == name }.map(\.value)

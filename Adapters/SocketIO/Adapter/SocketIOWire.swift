@@ -208,63 +208,7 @@ final class SocketIOChangeMapper: Sendable {
 public enum SocketIOTimestamp {
     /// The date of an RFC 3339 timestamp (any fraction, `Z` or a `±hh:mm` offset), or nil when malformed.
     public static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
-        var index = 0
-        func number(_ count: Int) -> Int? {
-            guard index + count <= bytes.count else { return nil }
-            var value = 0
-            for byte in bytes[index..<index + count] {
-                guard (48...57).contains(byte) else { return nil }
-                value = value * 10 + Int(byte - 48)
-            }
-            index += count
-            return value
-        }
-        func expect(_ characters: String) -> Bool {
-            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
-            index += 1
-            return true
-        }
-        guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-              expect("Tt "), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
-              let second = number(2), (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60,
-              second <= 60 else { return nil }
-        var fraction = 0.0
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            var scale = 0.1
-            let start = index
-            while index < bytes.count, (48...57).contains(bytes[index]) {
-                fraction += Double(bytes[index] - 48) * scale
-                scale /= 10
-                index += 1
-            }
-            guard index > start else { return nil }
-        }
-        var offset = 0
-        if expect("Zz") {
-            offset = 0
-        } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-            let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
-            index += 1
-            guard let hours = number(2), expect(":"), let minutes = number(2) else { return nil }
-            offset = sign * (hours * 3600 + minutes * 60)
-        } else {
-            return nil
-        }
-        guard index == bytes.count else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
-        let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offset) + fraction
-        return Date(timeIntervalSince1970: seconds)
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        guard let parsed = RFC3339.parse(text, options: .lowercaseDesignators) else { return nil }
+        return Date(timeIntervalSince1970: Double(parsed.epochSeconds) + parsed.fractionSeconds)
     }
 }

@@ -158,26 +158,5 @@ enum SocketIOTime {
     static func nowMs() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     /// `2026-11-30T10:00:00.123Z` for milliseconds since 1970 (UTC, always with milliseconds).
-    static func format(ms: Int64) -> String {
-        let (seconds, millis) = ms.quotientAndRemainder(dividingBy: 1000)
-        let adjustedSeconds = millis < 0 ? seconds - 1 : seconds, adjustedMillis = millis < 0 ? millis + 1000 : millis
-        let (days, secondOfDay) = adjustedSeconds.quotientAndRemainder(dividingBy: 86_400)
-        let day = secondOfDay < 0 ? days - 1 : days, second = secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay
-        // Howard Hinnant's civil-from-days.
-        let z = day + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let dayOfMonth = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(dayOfMonth, 2))T\(pad(second / 3600, 2)):\(pad(second / 60 % 60, 2)):"
-            + "\(pad(second % 60, 2)).\(pad(adjustedMillis, 3))Z"
-    }
+    static func format(ms: Int64) -> String { RFC3339.format(ms, fractionDigits: 3) }
 }

@@ -139,15 +139,6 @@ final class SocketIOService: Sendable {
     /// The stored form of a token: its SHA-256, hex.
     static func tokenHash(_ token: String) -> String { Digest.sha256Hex(Array(token.utf8)) }
 
-    /// The bearer token of a request, if any.
-    static func bearerToken(_ request: HTTPServerRequest) -> String? {
-        guard let header = request.headers["Authorization"] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
-    }
-
     /// The user a token belongs to, nil when unknown (the Socket.IO connect uses it too).
     func user(forToken token: String) async throws -> String? {
         guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
@@ -157,7 +148,7 @@ final class SocketIOService: Sendable {
 
     /// The user of the request's bearer token; 401 otherwise.
     private func authenticate(_ request: HTTPServerRequest) async throws -> String {
-        guard let token = Self.bearerToken(request) else {
+        guard let token = request.bearerToken else {
             throw SocketIOServerError.unauthorized("missing Authorization: Bearer <token> (register at /auth/register)")
         }
         guard let user = try await user(forToken: token) else { throw SocketIOServerError.unauthorized("unknown bearer token") }
@@ -170,7 +161,7 @@ final class SocketIOService: Sendable {
         let token = Self.makeToken(), hash = Self.tokenHash(token), now = SocketIOTime.nowMs(), store = self.store
         let created = try await runner.run { try store.registerUser(userID, tokenHash: hash, nowMs: now) }
         if !created {
-            let owner: String? = if let presented = Self.bearerToken(request) { try await user(forToken: presented) } else { nil }
+            let owner: String? = if let presented = request.bearerToken { try await user(forToken: presented) } else { nil }
             guard owner == userID else {
                 throw SocketIOServerError.conflict("user \(userID) exists; present one of its tokens to get a further one")
             }

@@ -104,18 +104,9 @@ final class NodeService: Sendable {
     /// The stored form of a token.
     static func tokenHash(_ token: String) -> String { Digest.sha256Hex(Array(token.utf8)) }
 
-    /// The bearer token of a request, if any.
-    static func bearerToken(_ request: HTTPServerRequest) -> String? {
-        guard let header = request.headers["Authorization"] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
-    }
-
     /// The inbox of the request's bearer token; 401 otherwise.
     private func authenticate(_ request: HTTPServerRequest) async throws -> String {
-        guard let token = Self.bearerToken(request) else {
+        guard let token = request.bearerToken else {
             throw XMTPNodeError(.unauthenticated, "missing Authorization: Bearer <token> (register at /identity/v1/register)")
         }
         let hash = Self.tokenHash(token)
@@ -130,7 +121,7 @@ final class NodeService: Sendable {
         let parsed = try RegisterRequest.parse(request.body)
         let token = Self.makeToken(), hash = Self.tokenHash(token), now = NodeClock.nowNs()
         let store = self.store
-        let presented = Self.bearerToken(request).map(Self.tokenHash)
+        let presented = request.bearerToken.map(Self.tokenHash)
         let created = try await runner.run { try store.registerInbox(parsed.inboxID, tokenHash: hash, nowNs: now) }
         if !created {
             let owner: String? = if let presented { try await runner.run { try store.inbox(forTokenHash: presented) } } else { nil }
