@@ -437,7 +437,7 @@ struct RESTTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try SocketIOStore(path: directory.appendingPathComponent("s.sqlite").path)
         let service = SocketIOService(configuration: SocketIOServerConfiguration(dataDirectory: directory), store: store,
-                                      runner: SocketIOBlockingRunner())
+                                      runner: BlockingRunner(label: "switchboard.socketio-server.store"))
         let response = await service.handle(HTTPServerRequest(method: .post, path: "/auth/register",
                                                               body: Data(#"{"userId":"a.b@c:d-e_f"}"#.utf8)))
         #expect(response.status == 201)

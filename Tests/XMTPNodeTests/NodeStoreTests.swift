@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardNet
 import Testing
 @testable import XMTPNode
 
@@ -73,7 +74,7 @@ struct NodeStoreTests {
         let store = try backend.makeStore(in: directory)
         defer { store.close() }
         let group = randomGroupID()
-        let runner = BlockingRunner()
+        let runner = BlockingRunner(label: "switchboard.xmtp-node.store")
         let ids = try await withThrowingTaskGroup(of: [UInt64].self) { tasks in
             for worker in 0..<8 {
                 tasks.addTask {

@@ -40,7 +40,7 @@ public final class SocketIOServer: Sendable {
     public func start() async throws -> Int {
         if let port { return port }
         let configuration = self.configuration
-        let runner = SocketIOBlockingRunner()
+        let runner = BlockingRunner(label: "switchboard.socketio-server.store")
         let store = try await runner.run {
             try FileManager.default.createDirectory(at: configuration.dataDirectory.appendingPathComponent("uploads"),
                                                     withIntermediateDirectories: true)

@@ -16,14 +16,14 @@ final class SocketIOService: Sendable {
     let store: SocketIOStore
     /// Live listeners, one per connected socket.
     let hub: SocketIOEventHub
-    private let runner: SocketIOBlockingRunner
+    private let runner: BlockingRunner
     /// Held while a change is committed and published, so listeners see changes in version order.
     private let publishGate = Mutex(0)
     private let base = Mutex("")
     private let uploads: URL
 
     /// A service over `store`; uploaded files live in `<dataDirectory>/uploads`.
-    init(configuration: SocketIOServerConfiguration, store: SocketIOStore, runner: SocketIOBlockingRunner) {
+    init(configuration: SocketIOServerConfiguration, store: SocketIOStore, runner: BlockingRunner) {
         self.configuration = configuration
         self.store = store
         self.runner = runner

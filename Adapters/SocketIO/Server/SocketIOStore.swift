@@ -359,15 +359,3 @@ final class SocketIOStore: Sendable {
         }
     }
 }
-
-/// Runs blocking store and file calls on dispatch threads, never on Swift's cooperative pool.
-struct SocketIOBlockingRunner: Sendable {
-    private let queue = DispatchQueue(label: "switchboard.socketio-server.store", attributes: .concurrent)
-
-    /// Runs `body` on a dispatch thread and returns its result.
-    func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
-        }
-    }
-}

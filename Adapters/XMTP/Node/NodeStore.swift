@@ -58,15 +58,3 @@ public protocol XMTPNodeStore: Sendable {
     /// Releases connections; later calls fail.
     func close()
 }
-
-/// Runs blocking store calls on dispatch threads, never on Swift's cooperative pool.
-struct BlockingRunner: Sendable {
-    private let queue = DispatchQueue(label: "switchboard.xmtp-node.store", attributes: .concurrent)
-
-    /// Runs `body` on a dispatch thread and returns its result.
-    func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
-        }
-    }
-}

@@ -36,7 +36,7 @@ public final class XMTPNodeServer: Sendable {
     public func start() async throws -> Int {
         if let port { return port }
         let configuration = self.configuration
-        let runner = BlockingRunner()
+        let runner = BlockingRunner(label: "switchboard.xmtp-node.store")
         let store: any XMTPNodeStore = try await runner.run {
             try FileManager.default.createDirectory(at: configuration.dataDirectory.appendingPathComponent("uploads"),
                                                     withIntermediateDirectories: true)
