@@ -123,6 +123,73 @@ struct SupabaseAdapterBehaviourTests {
         await fake.stop()
     }
 
+    @Test("delta sync keeps a cursor per table: a message committed between the reads of two tables is not passed over")
+    func perTableChangeCursor() async throws {
+        // Versions commit in order, but the three tables are read at three moments. Here message v3 becomes
+        // visible only after the first round read `messages`, while reaction v4 is already seen by that round.
+        let conversation = UUID().uuidString.lowercased()
+        let messageIDs = (1...3).map { _ in UUID().uuidString.lowercased() }
+        let lateMessageVisible = Shared(false)
+        @Sendable func messageRow(_ index: Int) -> JSONValue {
+            ["id": .string(messageIDs[index]), "conversation_id": .string(conversation), "sender_id": "bob",
+             "body": .string("m\(index + 1)"), "created_at": "2026-11-30T10:00:00.000000+00:00", "version": .int(Int64(index + 1))]
+        }
+        let reaction: JSONValue = ["message_id": .string(messageIDs[0]), "conversation_id": .string(conversation), "user_id": "bob",
+                                   "symbol": "👍", "active": true, "created_at": "2026-11-30T10:00:01.000000+00:00", "version": 4]
+        let after = Shared<[String: [String]]>([:])
+        @Sendable func versionAfter(_ request: HTTPServerRequest) -> Int64 {
+            Int64(request.queryValue("version")?.dropFirst(3) ?? "") ?? -1
+        }
+        let fake = HTTPServer()
+        fake.route(.get, "/rest/v1/messages") { request in
+            let floor = versionAfter(request)
+            after.withLock { $0["messages", default: []].append(String(floor)) }
+            let visible = lateMessageVisible.withLock { $0 } ? 3 : 2
+            let rows = (0..<visible).map(messageRow).filter { ($0["version"]?.intValue ?? 0) > floor }
+            lateMessageVisible.withLock { $0 = true }  // committed right after this read
+            return .json(Data(JSONValue.array(rows).serialized.utf8))
+        }
+        fake.route(.get, "/rest/v1/reactions") { request in
+            let floor = versionAfter(request)
+            after.withLock { $0["reactions", default: []].append(String(floor)) }
+            return .json(Data(JSONValue.array(floor < 4 ? [reaction] : []).serialized.utf8))
+        }
+        fake.route(.get, "/rest/v1/receipts") { _ in .json(Data("[]".utf8)) }
+        let port = try fake.start()
+        var configuration = SupabaseAdapter.Configuration(baseURL: URL(string: "http://127.0.0.1:\(port)")!, apiKey: "k",
+                                                          accessToken: "t", localUser: "alice")
+        configuration.backend = "fake"
+        let adapter = SupabaseAdapter(configuration: configuration)
+
+        // The first round: messages read before v3 committed (so it may well run before or after the others).
+        let first = try await adapter.changes(in: ConversationID(conversation), after: Cursor("v:0"), limit: 10)
+        let second = try await adapter.changes(in: ConversationID(conversation), after: first.cursor, limit: 10)
+        let third = try await adapter.changes(in: ConversationID(conversation), after: second.cursor, limit: 10)
+        var seenMessages: [String] = []
+        var reactions = 0
+        for change in first.changes + second.changes + third.changes {
+            switch change {
+            case .message(let message): seenMessages.append(message.remoteID.rawValue)
+            case .reaction: reactions += 1
+            case .receipt: Issue.record("no receipts were served")
+            }
+        }
+        #expect(seenMessages == messageIDs, "every message once, in version order")
+        #expect(reactions == 1)
+        #expect(third.changes.isEmpty && !third.hasMore)
+        #expect(third.cursor == Cursor("v:3,4,0"))
+        #expect(after.withLock { $0["messages"] } == ["0", "2", "3"])
+        #expect(after.withLock { $0["reactions"] } == ["0", "4", "4"])
+
+        // Malformed cursors are refused before any request.
+        for bad in ["v:1,2", "v:-1", "v:a", "h:1:2", "v:1,2,3,4", "v:"] {
+            await #expect(throws: SwitchboardError.self) {
+                _ = try await adapter.changes(in: ConversationID(conversation), after: Cursor(bad), limit: 10)
+            }
+        }
+        await fake.stop()
+    }
+
     @Test("a malformed realtime frame makes the adapter reconnect and rejoin (and the engine resync), never crash")
     func malformedFrame() async throws {
         let joins = Shared(0)

@@ -207,15 +207,17 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     // MARK: history and delta sync
 
-    /// The newest version visible in the conversation (across messages, reactions and receipts).
+    /// The newest version visible in the conversation, per table (messages, reactions, receipts; read at once).
     public func latestCursor(in conversation: ConversationID) async throws -> Cursor? {
-        var newest: Int64 = 0
-        for table in ["messages", "reactions", "receipts"] {
+        func newest(_ table: String) async throws -> Int64 {
             let rows = try await rest.select(table, [("select", "version"), ("conversation_id", "eq.\(conversation.rawValue)"),
                                                      ("order", "version.desc"), ("limit", "1")])
-            newest = max(newest, rows.first?["version"]?.intValue ?? 0)
+            return rows.first?["version"]?.intValue ?? 0
         }
-        return Cursor("v:\(newest)")
+        async let messages = newest("messages")
+        async let reactions = newest("reactions")
+        async let receipts = newest("receipts")
+        return SupabaseChangeCursor(versions: try await [messages, reactions, receipts]).cursor
     }
 
     /// A page of messages older than `cursor` by (created_at, id), oldest first, with their reactions and receipts.
@@ -241,32 +243,44 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     }
 
     /// Everything after `cursor`'s version, merged across the three tables in version order.
+    ///
+    /// The three tables are read at once, each after its own version in the cursor. Each table's cursor moves only
+    /// over rows of that table: versions become visible in commit order, so everything up to the last row read
+    /// from a table is visible, but three reads see three moments, and one shared cursor could pass over a row
+    /// committed in one table between the reads of the others.
     public func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
-        var after: Int64 = 0
+        let start: SupabaseChangeCursor
         if let cursor {
-            guard cursor.rawValue.hasPrefix("v:"), let version = Int64(cursor.rawValue.dropFirst(2)) else {
+            guard let parsed = SupabaseChangeCursor(cursor) else {
                 throw SwitchboardError(.invalidArgument, "not a Supabase change cursor: \(cursor)")
             }
-            after = version
+            start = parsed
+        } else {
+            start = SupabaseChangeCursor(versions: [0, 0, 0])
         }
         let limit = max(1, limit)
-        var merged: [(version: Int64, change: RemoteChange)] = []
-        var anyFull = false
-        for table in ["messages", "reactions", "receipts"] {
-            let rows = try await rest.select(table, [("conversation_id", "eq.\(conversation.rawValue)"),
-                                                     ("version", "gt.\(after)"), ("order", "version.asc"),
-                                                     ("limit", String(limit))])
-            if rows.count >= limit { anyFull = true }
+        func read(_ index: Int) async throws -> [JSONValue] {
+            try await rest.select(SupabaseChangeCursor.tables[index],
+                                  [("conversation_id", "eq.\(conversation.rawValue)"), ("version", "gt.\(start.versions[index])"),
+                                   ("order", "version.asc"), ("limit", String(limit))])
+        }
+        async let messages = read(0)
+        async let reactions = read(1)
+        async let receipts = read(2)
+        let pages = try await [messages, reactions, receipts]
+        var merged: [(version: Int64, table: Int, change: RemoteChange?)] = []
+        for (index, rows) in pages.enumerated() {
             for row in rows {
-                guard let version = row["version"]?.intValue, let change = SupabaseRows.change(table: table, row: row) else { continue }
-                merged.append((version, change))
+                guard let version = row["version"]?.intValue else { continue }
+                merged.append((version, index, SupabaseRows.change(table: SupabaseChangeCursor.tables[index], row: row)))
             }
         }
         merged.sort { $0.version < $1.version }
         let taken = merged.prefix(limit)
-        let hasMore = anyFull || merged.count > limit
-        let next = taken.last.map { Cursor("v:\($0.version)") } ?? cursor ?? Cursor("v:\(after)")
-        return ChangeBatch(changes: taken.map(\.change), cursor: next, hasMore: hasMore)
+        var next = start
+        for item in taken { next.versions[item.table] = max(next.versions[item.table], item.version) }
+        let hasMore = pages.contains { $0.count >= limit } || merged.count > limit
+        return ChangeBatch(changes: taken.compactMap(\.change), cursor: next.cursor, hasMore: hasMore)
     }
 
     // MARK: live
@@ -407,6 +421,37 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     static func encodePath(_ path: String) -> String {
         path.split(separator: "/").map { SupabaseREST.encode(String($0)) }.joined(separator: "/")
     }
+}
+
+/// A delta-sync position: the last version read from each of `messages`, `reactions` and `receipts`, written
+/// `v:<m>,<r>,<c>`. `v:<n>` (one version for all three, as `latestCursor` wrote before) still parses.
+struct SupabaseChangeCursor: Hashable {
+    /// The tables in cursor order.
+    static let tables = ["messages", "reactions", "receipts"]
+    /// The last version read per table, in `tables` order.
+    var versions: [Int64]
+
+    /// A cursor from three versions.
+    init(versions: [Int64]) {
+        precondition(versions.count == Self.tables.count)
+        self.versions = versions
+    }
+
+    /// Parses `v:<m>,<r>,<c>` or `v:<n>`; nil for anything else (negative versions included).
+    init?(_ cursor: Cursor) {
+        guard cursor.rawValue.hasPrefix("v:") else { return nil }
+        let parts = cursor.rawValue.dropFirst(2).split(separator: ",", omittingEmptySubsequences: false)
+        let values = parts.compactMap { Int64($0) }.filter { $0 >= 0 }
+        guard values.count == parts.count else { return nil }
+        switch values.count {
+        case 1: versions = Array(repeating: values[0], count: Self.tables.count)
+        case Self.tables.count: versions = values
+        default: return nil
+        }
+    }
+
+    /// The cursor text.
+    var cursor: Cursor { Cursor("v:" + versions.map(String.init).joined(separator: ",")) }
 }
 
 /// A history position: the oldest message of a page, by (created_at, id).
