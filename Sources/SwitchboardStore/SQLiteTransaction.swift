@@ -101,14 +101,7 @@ final class SQLiteTransaction: StoreTransaction {
 
     private func writeMessage(_ message: Message, isNew: Bool) throws {
         try perform { connection in
-            var progress: Double?
-            var failureReason: String?
-            var failureRetryable: Bool?
-            switch message.delivery {
-            case .uploading(let value): progress = value
-            case .failed(let reason, let retryable): (failureReason, failureRetryable) = (reason, retryable)
-            default: break
-            }
+            let (_, progress, failureReason, failureRetryable) = Self.deliveryColumns(message.delivery)
             try connection.execute("""
                 INSERT INTO messages (\(Self.messageColumns))
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -137,6 +130,30 @@ final class SQLiteTransaction: StoreTransaction {
                     ON CONFLICT (message_id, user_id, symbol) DO NOTHING
                     """, [message.id, reaction.user, reaction.symbol, reaction.at, position])
             }
+        }
+    }
+
+    /// Moves a message from `expected` to `state` in one statement; false when absent or in another state.
+    @discardableResult
+    func updateDelivery(of id: MessageID, from expected: DeliveryState, to state: DeliveryState) throws -> Bool {
+        let columns = Self.deliveryColumns(expected)
+        let update = Self.deliveryColumns(state)
+        return try perform { connection in
+            try connection.execute("""
+                UPDATE messages SET delivery = ?, delivery_progress = ?, failure_reason = ?, failure_retryable = ?
+                WHERE id = ? AND delivery = ? AND delivery_progress IS ? AND failure_reason IS ? AND failure_retryable IS ?
+                """, [update.name, update.progress, update.reason, update.retryable,
+                      id, columns.name, columns.progress, columns.reason, columns.retryable])
+            return connection.changes > 0
+        }
+    }
+
+    /// The stored columns of a delivery state (name, upload progress, failure reason and retryability).
+    private static func deliveryColumns(_ state: DeliveryState) -> (name: String, progress: Double?, reason: String?, retryable: Bool?) {
+        switch state {
+        case .uploading(let progress): (state.storageName, progress, nil, nil)
+        case .failed(let reason, let retryable): (state.storageName, nil, reason, retryable)
+        default: (state.storageName, nil, nil, nil)
         }
     }
 

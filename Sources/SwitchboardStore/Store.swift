@@ -116,6 +116,10 @@ public protocol StoreTransaction {
     func upsertMessage(_ message: Message) throws
     /// Inserts a message the caller has just seen absent in this transaction (a faster `upsertMessage`).
     func insertNewMessage(_ message: Message) throws
+    /// Moves a message from delivery state `expected` to `state` (nothing else changes); false when the message
+    /// is absent or in another state.
+    @discardableResult
+    func updateDelivery(of id: MessageID, from expected: DeliveryState, to state: DeliveryState) throws -> Bool
     /// Removes a message and everything hanging off it (attachments, reactions, receipts, mappings, outbox).
     func removeMessage(_ id: MessageID) throws
     /// Up to `limit` messages of a conversation strictly before `position` (newest first); the newest when nil.
@@ -202,6 +206,15 @@ public protocol LeaseStore: Store {
 extension StoreTransaction {
     /// Stores without a dedicated insert path upsert.
     public func insertNewMessage(_ message: Message) throws { try upsertMessage(message) }
+
+    /// Reads the message and upserts it with the new state (stores without a single-statement path).
+    @discardableResult
+    public func updateDelivery(of id: MessageID, from expected: DeliveryState, to state: DeliveryState) throws -> Bool {
+        guard var message = try message(id), message.delivery == expected else { return false }
+        message.delivery = state
+        try upsertMessage(message)
+        return true
+    }
 
     /// Checks both unique sides, then inserts (stores without a single-statement path).
     @discardableResult

@@ -62,6 +62,37 @@ struct StoreContractTests {
         #expect(try store.read { try $0.message(message.id) } == message)
     }
 
+    @Test("updateDelivery moves a message only from the expected state and leaves everything else as it was",
+          arguments: StoreFactory.all)
+    func updateDeliveryFromExpectedState(_ factory: StoreFactory) throws {
+        let opened = try factory.open()
+        defer { opened.close() }
+        let store = opened.store
+        var message = Fixtures.message(delivery: .pending)
+        message.content.metadata = ["k": "v"]
+        message.reactions = [Reaction(user: "amy", symbol: "👍", at: Fixtures.time(1))]
+        message.content.attachments = [Fixtures.attachment("a.png", upload: .uploaded)]
+        try store.write { try $0.upsertMessage(message) }
+
+        #expect(try store.write { try $0.updateDelivery(of: message.id, from: .sent, to: .received) } == false)
+        #expect(try store.read { try $0.message(message.id) } == message)
+        #expect(try store.write { try $0.updateDelivery(of: message.id, from: .pending, to: .received) })
+        message.delivery = .received
+        #expect(try store.read { try $0.message(message.id) } == message)
+        #expect(try store.write { try $0.updateDelivery(of: "absent", from: .pending, to: .received) } == false)
+
+        // States carrying values match on them and store them.
+        #expect(try store.write { try $0.updateDelivery(of: message.id, from: .received, to: .uploading(progress: 0.5)) })
+        #expect(try store.write { try $0.updateDelivery(of: message.id, from: .uploading(progress: 0.25), to: .sent) } == false)
+        #expect(try store.write {
+            try $0.updateDelivery(of: message.id, from: .uploading(progress: 0.5), to: .failed(reason: "offline", retryable: false))
+        })
+        #expect(try store.write { try $0.updateDelivery(of: message.id, from: .failed(reason: "offline", retryable: true), to: .sent) } == false)
+        #expect(try store.write { try $0.updateDelivery(of: message.id, from: .failed(reason: "offline", retryable: false), to: .sent) })
+        message.delivery = .sent
+        #expect(try store.read { try $0.message(message.id) } == message)
+    }
+
     @Test("Keyset paging backwards stays stable while messages arrive between pages", arguments: StoreFactory.all)
     func pagingBackwards(_ factory: StoreFactory) throws {
         let opened = try factory.open()
