@@ -26,6 +26,9 @@ public actor Bridge {
     private var wake: AsyncStream<Void>.Continuation?
     private var liveTasks: [Task<Void, Never>] = []
     private var stopping = false
+    /// Per source backend, the next page being read while the current one is copied, with the cursor it reads
+    /// after. Used only when the stored cursor still equals that one; the read has no effect on the bridge's state.
+    private var readAhead: [BackendID: (after: Cursor?, page: Task<ChangeBatch, any Error>)] = [:]
 
     /// A bridge between `a` and `b` keeping its map, cursors and queue in `store`.
     public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) throws {
@@ -43,7 +46,14 @@ public actor Bridge {
     /// `run()` returns. Idempotent.
     public func stop() {
         stopping = true
+        dropReadAhead()
         wake?.yield()
+    }
+
+    /// Cancels and forgets every page being read ahead.
+    private func dropReadAhead() {
+        for (_, ahead) in readAhead { ahead.page.cancel() }
+        readAhead = [:]
     }
 
     /// Counts so far.
@@ -79,6 +89,16 @@ public actor Bridge {
     public func catchUp(_ direction: Direction = .both, observer: (@Sendable (Outcome) -> Void)? = nil) async throws -> BridgeStats {
         self.observer = observer
         defer { self.observer = nil }
+        do {
+            return try await catchUpPasses(direction)
+        } catch {
+            dropReadAhead()
+            throw error
+        }
+    }
+
+    /// `catchUp`'s loop of passes.
+    private func catchUpPasses(_ direction: Direction) async throws -> BridgeStats {
         while true {
             let movedA = try await pass(from: a, to: b)
             let movedB = direction == .both ? try await pass(from: b, to: a) : false
@@ -107,6 +127,7 @@ public actor Bridge {
             poller.cancel()
             for task in liveTasks { task.cancel() }
             liveTasks = []
+            dropReadAhead()
         }
         var delay = configuration.retryBase
         continuation.yield()
@@ -157,15 +178,27 @@ public actor Bridge {
 
     // MARK: - One pass
 
-    /// Bridges one page of `source`'s changes; returns whether anything was read.
+    /// Bridges one page of `source`'s changes; returns whether anything was read. When the page says more
+    /// follow, the next one is read ahead while this one is copied (the cursor still advances only after a page is
+    /// fully bridged, so a kill or an error loses nothing; a page read ahead is used only if it starts at the
+    /// stored cursor).
     private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> Bool {
         let cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
-        let batch = try await source.adapter.changes(in: source.conversation, after: cursor, limit: configuration.batchSize)
+        let batch = try await page(of: source, after: cursor)
+        if batch.hasMore, !stopping, batch.cursor != cursor {
+            let adapter = source.adapter, conversation = source.conversation, next = batch.cursor
+            let limit = configuration.batchSize
+            readAhead[source.backend] = (next, Task.detached {
+                try await adapter.changes(in: conversation, after: next, limit: limit)
+            })
+        }
         let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
         var run: [PlannedCopy] = []
         var planned = Set<MessageID>()
-        for change in batch.changes {
+        let settled = try settledEchoes(in: batch.changes, from: source, to: target)
+        for (index, change) in batch.changes.enumerated() {
             if stopping { return false }
+            if settled.contains(index) { continue }
             if let bulk {
                 if case .message(let message) = change,
                    let next = try plan(message, from: source, to: target, excluding: planned) {
@@ -192,6 +225,41 @@ public actor Bridge {
             try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
         }
         return !batch.changes.isEmpty || batch.hasMore
+    }
+
+    /// The positions of `changes` that are the bridge's own copies coming back, already mapped on both sides:
+    /// `bridgeMessage` would change nothing for them, so they are recognised in one read transaction per page.
+    private func settledEchoes(in changes: [RemoteChange], from source: BridgeSide, to target: BridgeSide) throws -> Set<Int> {
+        let own = source.adapter.localUser
+        let candidates = changes.indices.filter { index in
+            if case .message(let message) = changes[index], message.sender == own { return true }
+            return false
+        }
+        guard !candidates.isEmpty else { return [] }
+        return try store.read { tx in
+            var settled = Set<Int>()
+            for index in candidates {
+                guard case .message(let message) = changes[index],
+                      let id = try message.idempotencyKey ?? tx.messageID(backend: source.backend, remoteID: message.remoteID),
+                      try tx.remoteID(of: id, backend: source.backend, part: 0) == message.remoteID,
+                      try tx.remoteID(of: id, backend: target.backend, part: 0) != nil else { continue }
+                if let row = try tx.message(id), row.delivery == .pending, let entry = try tx.outboxEntry(id),
+                   entry.backend == target.backend, entry.prepared != nil {
+                    continue  // a copy towards `target` waits to be republished: the slow path does that
+                }
+                settled.insert(index)
+            }
+            return settled
+        }
+    }
+
+    /// The page of `source`'s changes after `cursor`: the one read ahead when it starts there, else read now.
+    private func page(of source: BridgeSide, after cursor: Cursor?) async throws -> ChangeBatch {
+        if let ahead = readAhead.removeValue(forKey: source.backend) {
+            if ahead.after == cursor, let batch = try? await ahead.page.value { return batch }
+            ahead.page.cancel()
+        }
+        return try await source.adapter.changes(in: source.conversation, after: cursor, limit: configuration.batchSize)
     }
 
     private func bridge(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide) async throws {
@@ -221,10 +289,13 @@ public actor Bridge {
         try store.write { tx in try Self.record(id, remote, on: side, in: tx) }
     }
 
-    /// Records a mapping inside `tx` unless the same one exists.
+    /// Records a mapping inside `tx` unless the same one exists (one statement when it is new; a conflicting
+    /// mapping throws).
     private static func record(_ id: MessageID, _ remote: RemoteID, on side: BridgeSide, in tx: any StoreTransaction) throws {
+        let mapping = IDMapping(messageID: id, backend: side.backend, conversation: side.conversation, remoteID: remote)
+        if try tx.insertMappingIfAbsent(mapping) { return }
         if try tx.remoteID(of: id, backend: side.backend, part: 0) == remote { return }
-        try tx.insertMapping(IDMapping(messageID: id, backend: side.backend, conversation: side.conversation, remoteID: remote))
+        try tx.insertMapping(mapping)
     }
 
     private func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) async throws {
@@ -311,7 +382,7 @@ public actor Bridge {
     private static func persist(_ prepared: PreparedMessage, _ pending: Message, on target: BridgeSide,
                                 in tx: any StoreTransaction) throws {
         if let remote = prepared.remoteID { try record(prepared.id, remote, on: target, in: tx) }
-        try tx.upsertMessage(pending)
+        try tx.insertNewMessage(pending)  // a ledger row never has attachments or reactions to clear
         let now = Date()
         try tx.upsertOutbox(OutboxEntry(messageID: prepared.id, backend: target.backend, conversation: target.conversation,
                                         prepared: prepared, noSend: true, nextAttemptAt: now, status: .queued,
@@ -332,10 +403,7 @@ public actor Bridge {
     /// `finishCopy` inside a transaction.
     private static func finish(_ id: MessageID, remote: RemoteID?, on target: BridgeSide, in tx: any StoreTransaction) throws {
         if let remote { try record(id, remote, on: target, in: tx) }
-        if var row = try tx.message(id), row.delivery == .pending {
-            row.delivery = .received
-            try tx.upsertMessage(row)
-        }
+        try tx.updateDelivery(of: id, from: .pending, to: .received)
         try tx.removeOutbox(id)
     }
 
