@@ -133,6 +133,23 @@ public final class SQLiteConnection {
         guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code) }
     }
 
+    /// Sets how long a statement waits for another connection's lock before failing with `SQLITE_BUSY`, retrying
+    /// every 50 µs for the first 20 ms and every millisecond after. (SQLite's own timeout sleeps 1, 2, 5, 10 ms…
+    /// between retries, so a lock held for a fraction of a millisecond costs a whole one or more.)
+    public func setBusyWait(milliseconds: Int32) throws {
+        let handle = try openHandle()
+        let context = UnsafeMutableRawPointer(bitPattern: Int(max(1, milliseconds)))
+        let code = sqlite3_busy_handler(handle, { context, count in
+            let limit = Int(bitPattern: context)
+            let fineSteps = 400  // 400 × 50 µs = 20 ms
+            let waited = count < fineSteps ? Int(count) / 20 : 20 + Int(count) - fineSteps
+            guard waited < limit else { return 0 }
+            usleep(count < fineSteps ? 50 : 1000)
+            return 1
+        }, context)
+        guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code) }
+    }
+
     /// Turns SQLite's defensive mode on, which forbids writes that could corrupt the file (writable_schema...).
     public func enableDefensiveMode() throws {
         let handle = try openHandle()

@@ -144,7 +144,7 @@ public final class SQLiteStore: LeaseStore {
 
     /// Checks the file is ours, sets the connection up and migrates; returns the migrations applied now.
     private static func configure(_ connection: SQLiteConnection, path: String) throws -> [String] {
-        try connection.setBusyTimeout(milliseconds: 5000)
+        try connection.setBusyWait(milliseconds: 5000)
         // Identify the file before changing anything in it: a foreign file must be left as it was.
         try checkIdentity(connection, path: path)
         if !isInMemory(path) {

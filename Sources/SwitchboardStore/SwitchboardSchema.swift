@@ -15,8 +15,22 @@ enum SwitchboardSchema {
         migrations.register("v2-leases") { connection in
             try connection.executeScript(leases)
         }
+        migrations.register("v3-wal-restarts") { connection in
+            try connection.executeScript(walRestarts)
+        }
         return migrations
     }()
+
+    /// The third version's one-row table that `WALCheckpointer` writes right after a checkpoint that copied the
+    /// whole WAL back, so that the WAL restarts (and its new header is synced) on the checkpoint's thread rather
+    /// than inside the next commit.
+    private static let walRestarts = """
+        CREATE TABLE wal_restarts (
+            id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+            count INTEGER NOT NULL
+        ) STRICT;
+        INSERT INTO wal_restarts (id, count) VALUES (1, 0);
+        """
 
     /// The lease table of the second version: one row per held lease (`LeaseStore`).
     private static let leases = """

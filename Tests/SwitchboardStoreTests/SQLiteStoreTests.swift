@@ -69,6 +69,32 @@ struct SQLiteStoreTests {
         #expect(try memory.journalMode() == "memory")
     }
 
+    @Test("A checkpoint that copied the whole WAL back restarts the WAL itself, so no commit pays the header sync")
+    func checkpointRestartsTheWAL() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("store.sqlite")
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        let raw = try RawDatabase(path: path)
+        #expect(try raw.text("SELECT count FROM wal_restarts") == "0")
+        // One checkpoint's worth of commits, then a pause: the background checkpoint catches up and restarts the WAL.
+        for _ in 0..<WALCheckpointer.commitsPerCheckpoint {
+            let message = Fixtures.message()
+            try store.write { try $0.upsertMessage(message) }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try raw.text("SELECT count FROM wal_restarts") == "0", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try raw.text("SELECT count FROM wal_restarts") == "1")
+        // The store keeps working on the restarted WAL, and everything written is there.
+        let last = Fixtures.message()
+        try store.write { try $0.upsertMessage(last) }
+        #expect(try store.read { try $0.message(last.id) } == last)
+        #expect(try raw.text("SELECT count(*) FROM messages") == String(WALCheckpointer.commitsPerCheckpoint + 1))
+    }
+
     @Test("Checkpoints run off the commit path and keep the WAL small; under writes without pause it stays bounded")
     func checkpointsOffTheCommitPath() async throws {
         let directory = try TemporaryDirectory()
