@@ -44,7 +44,7 @@ extension ChatClient {
         }
         let backend = self.backend
         try store.write { tx in
-            try tx.upsertMessage(message)
+            try tx.insertNewMessage(message)  // a fresh ID: nothing to clear first
             try tx.upsertOutbox(entry)
             if let remote = prepared?.remoteID {
                 try tx.insertMapping(IDMapping(messageID: id, backend: backend, conversation: conversation, remoteID: remote))
