@@ -302,14 +302,21 @@ private struct JSONReader {
 
     mutating func string() throws(JSONParseError) -> String {
         index += 1
-        var out = [UInt8]()
+        // Most strings have no escapes: their text is one run of the input, decoded without an intermediate copy.
+        let start = index
+        var bits = skipPlainRun()
+        guard index < bytes.count else { throw fail("unterminated string") }
+        if bytes[index] == UInt8(ascii: "\"") {
+            index += 1
+            return try text(of: bytes[start..<index - 1], isASCII: bits < 0x80)
+        }
+        var out = Array(bytes[start..<index])
         while index < bytes.count {
             let byte = bytes[index]
             index += 1
             switch byte {
             case UInt8(ascii: "\""):
-                guard let text = String(validating: out, as: UTF8.self) else { throw fail("invalid UTF-8") }
-                return text
+                return try text(of: out[...], isASCII: bits < 0x80)
             case UInt8(ascii: "\\"):
                 guard index < bytes.count else { throw fail("unterminated escape") }
                 let escape = bytes[index]
@@ -334,15 +341,54 @@ private struct JSONReader {
                         code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     }
                     guard let scalar = Unicode.Scalar(code) else { throw fail("invalid code point") }
-                    out.append(contentsOf: Array(String(Character(scalar)).utf8))
+                    UTF8.encode(scalar) { byte in
+                        bits |= byte
+                        out.append(byte)
+                    }
                 default: throw fail("invalid escape")
                 }
             default:
                 guard byte >= 0x20 else { throw fail("control character in string") }
-                out.append(byte)
+                let runStart = index - 1
+                bits |= byte | skipPlainRun()
+                out.append(contentsOf: bytes[runStart..<index])
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// Advances over bytes that stand for themselves in a string (no quote, backslash or control character) and
+    /// returns their bitwise OR, which tells whether any is non-ASCII.
+    private mutating func skipPlainRun() -> UInt8 {
+        let (end, bits) = bytes.withUnsafeBufferPointer { buffer in
+            var position = index
+            var bits: UInt8 = 0
+            while position < buffer.count {
+                let byte = buffer[position]
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
+                bits |= byte
+                position += 1
+            }
+            return (position, bits)
+        }
+        index = end
+        return bits
+    }
+
+    /// The string of the UTF-8 bytes `utf8` (all ASCII when `isASCII`); fails when they are not valid UTF-8.
+    private func text(of utf8: ArraySlice<UInt8>, isASCII: Bool) throws(JSONParseError) -> String {
+        var text = String(decoding: utf8, as: UTF8.self)
+        if isASCII { return text }
+        // Decoding replaces each invalid sequence with U+FFFD, so the text keeps the bytes exactly when they are
+        // valid; checking that is far faster than the generic `String(validating:as:)`.
+        let isExact = text.withUTF8 { decoded in
+            utf8.withUnsafeBufferPointer { original in
+                decoded.count == original.count
+                    && (original.isEmpty || memcmp(decoded.baseAddress!, original.baseAddress!, original.count) == 0)
+            }
+        }
+        guard isExact else { throw fail("invalid UTF-8") }
+        return text
     }
 
     mutating func hex4() throws(JSONParseError) -> UInt32 {

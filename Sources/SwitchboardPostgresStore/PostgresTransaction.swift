@@ -21,14 +21,6 @@ final class PostgresTransaction: StoreTransaction {
     private(set) var failure: PostgresError?
     /// Whether COMMIT was sent (a connection failure after it leaves the outcome unknown).
     private(set) var commitSent = false
-    /// Encodes metadata, remote parameters and prepared messages (sorted keys: stable bytes).
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
-    /// Decodes what `encoder` wrote.
-    private let decoder = JSONDecoder()
 
     /// Prepares a transaction on `connection` (not yet begun) in `schema`.
     init(connection: PostgresConnection, schema: String, isReadOnly: Bool) {
@@ -156,7 +148,7 @@ final class PostgresTransaction: StoreTransaction {
                 text_exact = excluded.text_exact
             """, [
                 message.id, message.conversation, message.sender, readable, message.content.replyTo,
-                try encodeJSON(message.content.metadata), message.timestamp, message.hasServerTimestamp,
+                StoreJSON.encode(message.content.metadata), message.timestamp, message.hasServerTimestamp,
                 message.editedAt, message.deletedAt, message.delivery.storageName, progress, failureReason,
                 failureRetryable, message.isOutgoing, exact,
             ])
@@ -274,7 +266,7 @@ final class PostgresTransaction: StoreTransaction {
             conversation: ConversationID(try row.string(1)),
             sender: UserID(try row.string(2)),
             content: MessageContent(text: text, replyTo: row.optionalString(4).map(MessageID.init),
-                                    metadata: try decodeJSON([String: String].self, try row.string(5))),
+                                    metadata: try decodeDictionary(try row.string(5))),
             timestamp: try row.date(6),
             hasServerTimestamp: try row.bool(7),
             editedAt: try row.optionalDate(8),
@@ -295,7 +287,7 @@ final class PostgresTransaction: StoreTransaction {
             """, [
                 message, attachment.id, position, attachment.filename, attachment.mimeType, attachment.byteCount,
                 attachment.sha256, attachment.localPath, attachment.remoteLocation,
-                try encodeJSON(attachment.remoteParameters), state, progress, error,
+                StoreJSON.encode(attachment.remoteParameters), state, progress, error,
             ])
     }
 
@@ -308,7 +300,7 @@ final class PostgresTransaction: StoreTransaction {
             WHERE message_id = $11 AND id = $12
             """, [
                 attachment.filename, attachment.mimeType, attachment.byteCount, attachment.sha256,
-                attachment.localPath, attachment.remoteLocation, try encodeJSON(attachment.remoteParameters),
+                attachment.localPath, attachment.remoteLocation, StoreJSON.encode(attachment.remoteParameters),
                 state, progress, error, message, attachment.id,
             ])
         guard updated.affectedRows == 0 else { return }
@@ -344,7 +336,7 @@ final class PostgresTransaction: StoreTransaction {
             sha256: try row.string(5),
             localPath: row.optionalString(6),
             remoteLocation: row.optionalString(7),
-            remoteParameters: try decodeJSON([String: String].self, try row.string(8)),
+            remoteParameters: try decodeDictionary(try row.string(8)),
             upload: upload)
     }
 
@@ -441,7 +433,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Inserts or replaces an outbox entry.
     func upsertOutbox(_ entry: OutboxEntry) throws {
-        let prepared = try entry.prepared.map { try encoder.encode($0) }
+        let prepared = entry.prepared.map(StoreJSON.encode)
         try run("""
             INSERT INTO \(p)outbox (message_id, backend, conversation, prepared, no_send, attempts, next_attempt_at,
                                     last_error, status, created_at)
@@ -493,11 +485,15 @@ final class PostgresTransaction: StoreTransaction {
         guard let status = OutboxStatus(rawValue: statusName) else {
             throw corruption("the outbox entry of \(messageID) has an unknown status '\(statusName)'")
         }
-        let prepared: PreparedMessage?
-        do {
-            prepared = try row.optionalData(3).map { try decoder.decode(PreparedMessage.self, from: $0) }
-        } catch {
-            throw corruption("the prepared request of outbox entry \(messageID) cannot be decoded")
+        func undecodable() -> SwitchboardError {
+            corruption("the prepared request of outbox entry \(messageID) cannot be decoded")
+        }
+        var prepared: PreparedMessage?
+        let data: Data?
+        do { data = try row.optionalData(3) } catch { throw undecodable() }
+        if let data {
+            guard let decoded = StoreJSON.decodePreparedMessage(data) else { throw undecodable() }
+            prepared = decoded
         }
         return OutboxEntry(
             messageID: messageID, backend: BackendID(try row.string(1)),
@@ -602,18 +598,12 @@ final class PostgresTransaction: StoreTransaction {
 
     // MARK: Helpers
 
-    /// JSON text of `value` with sorted keys.
-    private func encodeJSON<Value: Encodable>(_ value: Value) throws -> String {
-        String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    /// Decodes stored JSON text, reporting undecodable text as corruption.
-    private func decodeJSON<Value: Decodable>(_ type: Value.Type, _ text: String) throws -> Value {
-        do {
-            return try decoder.decode(type, from: Data(text.utf8))
-        } catch {
-            throw corruption("stored JSON cannot be decoded as \(type)")
+    /// Decodes stored metadata or remote parameters, reporting anything but a JSON object of strings as corruption.
+    private func decodeDictionary(_ text: String) throws -> [String: String] {
+        guard let dictionary = StoreJSON.decodeStringDictionary(text) else {
+            throw corruption("stored JSON cannot be decoded as \([String: String].self)")
         }
+        return dictionary
     }
 
     /// The error for a row this version cannot read.

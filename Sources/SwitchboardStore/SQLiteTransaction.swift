@@ -12,14 +12,6 @@ final class SQLiteTransaction: StoreTransaction {
     private let path: String
     /// Whether writes are refused (a `read` transaction).
     private let isReadOnly: Bool
-    /// Encodes metadata, remote parameters and prepared messages (sorted keys: stable bytes).
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
-    /// Decodes what `encoder` wrote.
-    private let decoder = JSONDecoder()
 
     /// Prepares a transaction on `connection` (not yet begun) for the database at `path`.
     init(connection: SQLiteConnection, path: String, isReadOnly: Bool) {
@@ -114,7 +106,7 @@ final class SQLiteTransaction: StoreTransaction {
                     failure_retryable = excluded.failure_retryable, is_outgoing = excluded.is_outgoing
                 """, [
                     message.id, message.conversation, message.sender, message.content.text, message.content.replyTo,
-                    try encodeJSON(message.content.metadata), message.timestamp, message.hasServerTimestamp,
+                    StoreJSON.encode(message.content.metadata), message.timestamp, message.hasServerTimestamp,
                     message.editedAt, message.deletedAt, message.delivery.storageName, progress, failureReason,
                     failureRetryable, message.isOutgoing,
                 ])
@@ -224,7 +216,7 @@ final class SQLiteTransaction: StoreTransaction {
                               _ arguments: [(any SQLiteBindable)?]) throws -> [Message] {
         var messages = try connection.query(sql, arguments) { try decodeMessageRow($0) }
         guard !messages.isEmpty else { return [] }
-        let ids = try encodeJSON(messages.map(\.id.rawValue))
+        let ids = StoreJSON.encode(messages.map(\.id.rawValue))
         var attachments: [MessageID: [Attachment]] = [:]
         for (messageID, attachment) in try connection.query("""
             SELECT message_id, id, filename, mime_type, byte_count, sha256, local_path, remote_location,
@@ -266,7 +258,7 @@ final class SQLiteTransaction: StoreTransaction {
             conversation: ConversationID(row.string(at: 1)),
             sender: UserID(row.string(at: 2)),
             content: MessageContent(text: row.string(at: 3), replyTo: row.optionalString(at: 4).map(MessageID.init),
-                                    metadata: try decodeJSON([String: String].self, row.string(at: 5))),
+                                    metadata: try decodeDictionary(row.string(at: 5))),
             timestamp: row.date(at: 6),
             hasServerTimestamp: row.bool(at: 7),
             editedAt: row.optionalDate(at: 8),
@@ -288,7 +280,7 @@ final class SQLiteTransaction: StoreTransaction {
             """, [
                 message, attachment.id, position, attachment.filename, attachment.mimeType, attachment.byteCount,
                 attachment.sha256, attachment.localPath, attachment.remoteLocation,
-                try encodeJSON(attachment.remoteParameters), state, progress, error,
+                StoreJSON.encode(attachment.remoteParameters), state, progress, error,
             ])
     }
 
@@ -302,7 +294,7 @@ final class SQLiteTransaction: StoreTransaction {
                 WHERE message_id = ? AND id = ?
                 """, [
                     attachment.filename, attachment.mimeType, attachment.byteCount, attachment.sha256,
-                    attachment.localPath, attachment.remoteLocation, try encodeJSON(attachment.remoteParameters),
+                    attachment.localPath, attachment.remoteLocation, StoreJSON.encode(attachment.remoteParameters),
                     state, progress, error, message, attachment.id,
                 ])
             guard connection.changes == 0 else { return }
@@ -341,7 +333,7 @@ final class SQLiteTransaction: StoreTransaction {
             sha256: row.string(at: first + 4),
             localPath: row.optionalString(at: first + 5),
             remoteLocation: row.optionalString(at: first + 6),
-            remoteParameters: try decodeJSON([String: String].self, row.string(at: first + 7)),
+            remoteParameters: try decodeDictionary(row.string(at: first + 7)),
             upload: upload)
     }
 
@@ -455,7 +447,7 @@ final class SQLiteTransaction: StoreTransaction {
     /// Inserts or replaces an outbox entry.
     func upsertOutbox(_ entry: OutboxEntry) throws {
         try perform { connection in
-            let prepared = try entry.prepared.map { try encoder.encode($0) }
+            let prepared = entry.prepared.map(StoreJSON.encode)
             try connection.execute("""
                 INSERT INTO outbox (\(Self.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (message_id) DO UPDATE SET
@@ -514,11 +506,12 @@ final class SQLiteTransaction: StoreTransaction {
         guard let status = OutboxStatus(rawValue: statusName) else {
             throw corruption("the outbox entry of \(messageID) has an unknown status '\(statusName)'")
         }
-        let prepared: PreparedMessage?
-        do {
-            prepared = try row.optionalData(at: 3).map { try decoder.decode(PreparedMessage.self, from: $0) }
-        } catch {
-            throw corruption("the prepared request of outbox entry \(messageID) cannot be decoded")
+        var prepared: PreparedMessage?
+        if let data = row.optionalData(at: 3) {
+            guard let decoded = StoreJSON.decodePreparedMessage(data) else {
+                throw corruption("the prepared request of outbox entry \(messageID) cannot be decoded")
+            }
+            prepared = decoded
         }
         return OutboxEntry(
             messageID: messageID, backend: BackendID(row.string(at: 1)), conversation: ConversationID(row.string(at: 2)),
@@ -638,19 +631,12 @@ final class SQLiteTransaction: StoreTransaction {
 
     // MARK: Helpers
 
-    /// JSON text of `value` with sorted keys.
-    private func encodeJSON<Value: Encodable>(_ value: Value) throws -> String {
-        if let dictionary = value as? [String: String], dictionary.isEmpty { return "{}" }
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    /// Decodes stored JSON text, reporting undecodable text as corruption.
-    private func decodeJSON<Value: Decodable>(_ type: Value.Type, _ text: String) throws -> Value {
-        do {
-            return try decoder.decode(type, from: Data(text.utf8))
-        } catch {
-            throw corruption("stored JSON cannot be decoded as \(type)")
+    /// Decodes stored metadata or remote parameters, reporting anything but a JSON object of strings as corruption.
+    private func decodeDictionary(_ text: String) throws -> [String: String] {
+        guard let dictionary = StoreJSON.decodeStringDictionary(text) else {
+            throw corruption("stored JSON cannot be decoded as \([String: String].self)")
         }
+        return dictionary
     }
 
     /// The error for a row this version cannot read.
