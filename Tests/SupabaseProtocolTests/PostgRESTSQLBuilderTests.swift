@@ -92,6 +92,36 @@ import Testing
         #expect(r.parameters == ["1", "a", "b", "false"])
     }
 
+    @Test func bulkInsertWithEveryKeyBindsOneJSONRecordset() throws {
+        let body = try JSONValue.parse(#"[{"id": 1, "body": "a", "meta": "s"}, {"meta": {"x": 1}, "id": 2, "body": null}]"#)
+        let r = try builder.insert(q([("on_conflict", "id"), ("select", "id")],
+                                     [("Prefer", "resolution=ignore-duplicates,return=representation")]), body: body)
+        #expect(r.sql == "WITH _pgrst_rows AS (INSERT INTO \"public\".\"messages\" (\"id\", \"body\", \"meta\") "
+            + "SELECT _pgrst_body.\"id\", _pgrst_body.\"body\", _pgrst_body.\"meta\" FROM json_to_recordset($1::json) "
+            + "AS _pgrst_body(\"id\" bigint, \"body\" text, \"meta\" jsonb) ON CONFLICT (\"id\") DO NOTHING RETURNING *) "
+            + base + "count(*) AS total FROM (SELECT \"id\" FROM _pgrst_rows) _pgrst_t")
+        #expect(r.parameters == [#"[{"id":1,"body":"a","meta":"s"},{"meta":{"x":1},"id":2,"body":null}]"#])
+        // The statement text does not depend on the row count.
+        let three = try builder.insert(q([]), body: try JSONValue.parse(#"[{"id": 1}, {"id": 2}, {"id": 3}]"#))
+        let one = try builder.insert(q([]), body: try JSONValue.parse(#"[{"id": 9}]"#))
+        #expect(three.sql == one.sql && three.parameters.count == 1)
+        // Hostile text stays inside the one parameter.
+        let evil = try builder.insert(q([]), body: .array([.object([("body", .string("'); DROP TABLE x; --"))])]))
+        #expect(!evil.sql.contains("DROP") && evil.parameters.count == 1)
+    }
+
+    @Test func bulkInsertKeepsValuesWhenARowLacksAKeyOrRepeatsOne() throws {
+        let repeated = try builder.insert(q([]), body: .array([.object([("id", .number("1")), ("id", .number("2"))])]))
+        #expect(repeated.sql == "INSERT INTO \"public\".\"messages\" (\"id\") VALUES ($1::bigint)")
+        #expect(repeated.parameters == ["2"])
+        let lacking = try builder.insert(q([("columns", "id,body")]), body: try JSONValue.parse(#"[{"id": 1, "sent": true}]"#))
+        #expect(lacking.sql == "INSERT INTO \"public\".\"messages\" (\"id\", \"body\") VALUES ($1::bigint, DEFAULT)")
+        // columns= with every listed key present: extra keys are ignored by the recordset as by VALUES.
+        let extra = try builder.insert(q([("columns", "id")]), body: try JSONValue.parse(#"[{"id": 1, "sent": true}]"#))
+        #expect(extra.sql == "INSERT INTO \"public\".\"messages\" (\"id\") SELECT _pgrst_body.\"id\" "
+            + "FROM json_to_recordset($1::json) AS _pgrst_body(\"id\" bigint)")
+    }
+
     @Test func emptyObjectsInsertDefaults() throws {
         let r = try builder.insert(q([]), body: try JSONValue.parse("[{},{}]"))
         #expect(r.sql == "INSERT INTO \"public\".\"messages\" SELECT FROM generate_series(1, $1::integer)")

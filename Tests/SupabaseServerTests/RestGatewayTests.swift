@@ -290,6 +290,67 @@ struct RestGatewayTests {
         #expect(stored.rows == [["read"]])
     }
 
+    @Test("bulk upserts as the adapter sends them: mixed key sets, duplicates ignored, RLS refuses the whole request")
+    func bulkUpserts() async throws {
+        let server = try SupabaseTestServer.required()
+        let client = RestTestClient(server: server)
+        let conversation = try await RestSeed.conversation(server, members: ["alice", "bob"])
+        let foreign = try await RestSeed.conversation(server, members: ["bob"])
+        let alice = server.token(role: "authenticated", sub: "alice")
+        let prefer = [("Prefer", "resolution=ignore-duplicates,return=representation")]
+        let query = [("on_conflict", "id"), ("select", "id,created_at,body,metadata,reply_to,version")]
+        func row(_ id: String, body: String, sender: String = "alice", in room: String? = nil) -> String {
+            #"{"id":"\#(id)","conversation_id":"\#(room ?? conversation)","sender_id":"\#(sender)","body":"\#(body)","#
+                + #""attachments":[],"metadata":{"k":"v \"q\""},"reply_to":null}"#
+        }
+        let ids = (0..<5).map { _ in UUID().uuidString.lowercased() }
+
+        // Every row carries every key: the one-parameter recordset path; rows come back in order, versions ascending.
+        let first = try await client.send(.post, "messages", query: query, token: alice, headers: prefer,
+                                          body: "[" + ids[0..<3].enumerated().map { row($1, body: "m\($0)") }.joined(separator: ",") + "]")
+        #expect(first.status == 201, "\(first.text)")
+        #expect(first.strings("id") == Array(ids[0..<3]))
+        #expect(first.strings("body") == ["m0", "m1", "m2"])
+        #expect(first.rows.allSatisfy { $0["metadata"]?["k"]?.stringValue == "v \"q\"" && $0["reply_to"]?.isNull == true })
+        let versions = first.rows.compactMap { $0["version"]?.intValue }
+        #expect(versions.count == 3 && versions == versions.sorted() && Set(versions).count == 3)
+
+        // A replay with two new rows: only the new ones come back; the stored rows stay as they were.
+        let replay = try await client.send(.post, "messages", query: query, token: alice, headers: prefer,
+                                           body: "[" + [row(ids[1], body: "changed"), row(ids[3], body: "m3"),
+                                                        row(ids[0], body: "changed"), row(ids[4], body: "m4")]
+                                               .joined(separator: ",") + "]")
+        #expect(replay.status == 201, "\(replay.text)")
+        #expect(replay.strings("id") == [ids[3], ids[4]])
+        let kept = try await server.sql("SELECT body FROM messages WHERE id = ANY($1::uuid[]) ORDER BY body",
+                                        ["{" + ids.joined(separator: ",") + "}"])
+        #expect(kept.rows == [["m0"], ["m1"], ["m2"], ["m3"], ["m4"]])
+
+        // Mixed key sets: a key a row lacks takes the column default, an explicit null stays null.
+        let mixedIDs = (0..<2).map { _ in UUID().uuidString.lowercased() }
+        let defaults = try await client.send(.post, "messages", query: query, token: alice, headers: prefer, body: """
+            [{"id":"\(mixedIDs[0])","conversation_id":"\(conversation)","sender_id":"alice","body":"full"},
+             {"id":"\(mixedIDs[1])","conversation_id":"\(conversation)","sender_id":"alice","reply_to":null}]
+            """)
+        #expect(defaults.status == 201, "\(defaults.text)")
+        #expect(defaults.strings("body") == ["full", ""])
+        #expect(defaults.rows.allSatisfy { $0["metadata"] == .object([]) && $0["reply_to"]?.isNull == true })
+
+        // RLS refuses a row for a conversation alice is not in, or sent as bob: the whole request, nothing stored.
+        for (bad, label) in [(row(UUID().uuidString.lowercased(), body: "x", in: foreign), "foreign conversation"),
+                             (row(UUID().uuidString.lowercased(), body: "x", sender: "bob"), "another sender")] {
+            let fresh = UUID().uuidString.lowercased()
+            let refused = try await client.send(.post, "messages", query: query, token: alice, headers: prefer,
+                                                body: "[" + row(fresh, body: "ok") + "," + bad + "]")
+            #expect(refused.status == 403, "\(label): \(refused.text)")
+            #expect(refused.code == "42501", "\(label)")
+            let stored = try await server.sql("SELECT count(*) FROM messages WHERE id = $1::uuid", [fresh])
+            #expect(stored.rows == [["0"]], "\(label)")
+        }
+        let foreignCount = try await server.sql("SELECT count(*) FROM messages WHERE conversation_id = $1", [foreign])
+        #expect(foreignCount.rows == [["0"]])
+    }
+
     @Test("PATCH and DELETE act on the filtered rows only")
     func updatesAndDeletes() async throws {
         let server = try SupabaseTestServer.required()

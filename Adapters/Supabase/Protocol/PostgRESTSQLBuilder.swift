@@ -7,7 +7,8 @@ import SwitchboardCore
 /// WHERE text and parameter numbers) and the affected-row count for mutations.
 /// Mutations without `return=representation` are plain statements with no RETURNING
 /// (use the command tag's row count). Identifiers are always double-quoted; every value
-/// is a bound text parameter cast with `$n::<column type>`.
+/// is a bound text parameter cast with `$n::<column type>`, except that an array insert whose rows all carry
+/// every column binds the whole body as one `json` parameter read with `json_to_recordset` (as PostgREST does).
 public struct PostgRESTSQLBuilder: Sendable {
     /// The table statements are built for.
     public let table: PostgRESTTableSchema
@@ -51,7 +52,16 @@ public struct PostgRESTSQLBuilder: Sendable {
         let types = try columns.map { try castType(for: $0) }
         var binder = Binder()
         var sql = "INSERT INTO \(qualifiedName)"
-        if columns.isEmpty {
+        if case .array = body, !columns.isEmpty, Self.everyRow(rows, hasEach: columns) {
+            // One json parameter for the whole body: the same statement text for any row count, parsed once by
+            // PostgreSQL, instead of one parameter per cell. Only when no row lacks a column (a lacking key means DEFAULT).
+            let quoted = columns.map(Self.quoteIdentifier)
+            let body = binder.bind(body.serialized, type: "json")
+            sql += " (" + quoted.joined(separator: ", ") + ") SELECT "
+                + quoted.map { "_pgrst_body." + $0 }.joined(separator: ", ")
+                + " FROM json_to_recordset(\(body)) AS _pgrst_body("
+                + zip(quoted, types).map { "\($0) \($1)" }.joined(separator: ", ") + ")"
+        } else if columns.isEmpty {
             sql += " SELECT FROM generate_series(1, \(binder.bind(String(rows.count), type: "integer")))"
         } else {
             sql += " (" + columns.map(Self.quoteIdentifier).joined(separator: ", ") + ") VALUES "
@@ -209,6 +219,24 @@ public struct PostgRESTSQLBuilder: Sendable {
     static func parameterText(_ value: JSONValue, type: String) -> String? {
         if case .string = value, type == "json" || type == "jsonb" { return value.serialized }
         return value.parameterText
+    }
+
+    /// Whether every row has each of `columns` exactly once (so a JSON recordset reads the same values as VALUES would).
+    private static func everyRow(_ rows: [[(key: String, value: JSONValue)]], hasEach columns: [String]) -> Bool {
+        let position = Dictionary(columns.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
+        guard position.count == columns.count else { return false }
+        var lastRow = [Int](repeating: -1, count: columns.count)
+        for (index, row) in rows.enumerated() {
+            var found = 0
+            for (key, _) in row {
+                guard let at = position[key] else { continue }
+                guard lastRow[at] != index else { return false }
+                lastRow[at] = index
+                found += 1
+            }
+            guard found == columns.count else { return false }
+        }
+        return true
     }
 
     private static func rows(from body: JSONValue) throws -> [[(key: String, value: JSONValue)]] {

@@ -290,8 +290,16 @@ public enum ChatSchema {
           )
         $$;
 
-        REVOKE ALL ON FUNCTION public.is_member(uuid), public.can_access_message(uuid) FROM PUBLIC;
-        GRANT EXECUTE ON FUNCTION public.is_member(uuid), public.can_access_message(uuid)
+        -- The caller's conversations, for policies over many rows: `conversation_id IN (SELECT ...)` runs it once
+        -- per statement (a hashed subplan) where `is_member(conversation_id)` runs once per row.
+        CREATE OR REPLACE FUNCTION public.member_conversations() RETURNS SETOF uuid
+        LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
+          SELECT m.conversation_id FROM public.members m WHERE m.user_id = auth.uid()
+        $$;
+
+        REVOKE ALL ON FUNCTION public.is_member(uuid), public.can_access_message(uuid), public.member_conversations()
+          FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION public.is_member(uuid), public.can_access_message(uuid), public.member_conversations()
           TO authenticated, service_role;
 
         ALTER TABLE public.conversations ENABLE ROW LEVEL SECURITY;
@@ -308,19 +316,21 @@ public enum ChatSchema {
         CREATE POLICY members_select ON public.members FOR SELECT TO authenticated
           USING (public.is_member(conversation_id));
 
+        -- Messages are read and written in bulk: membership is one set per statement and the caller's id one
+        -- init plan (`(SELECT auth.uid())`), not a function call and a claims parse per row; same rule as is_member.
         DROP POLICY IF EXISTS messages_select ON public.messages;
         CREATE POLICY messages_select ON public.messages FOR SELECT TO authenticated
-          USING (public.is_member(conversation_id));
+          USING (conversation_id IN (SELECT public.member_conversations()));
         DROP POLICY IF EXISTS messages_insert ON public.messages;
         CREATE POLICY messages_insert ON public.messages FOR INSERT TO authenticated
-          WITH CHECK (sender_id = auth.uid() AND public.is_member(conversation_id));
+          WITH CHECK (sender_id = (SELECT auth.uid()) AND conversation_id IN (SELECT public.member_conversations()));
         DROP POLICY IF EXISTS messages_update ON public.messages;
         CREATE POLICY messages_update ON public.messages FOR UPDATE TO authenticated
-          USING (sender_id = auth.uid() AND public.is_member(conversation_id))
-          WITH CHECK (sender_id = auth.uid() AND public.is_member(conversation_id));
+          USING (sender_id = (SELECT auth.uid()) AND conversation_id IN (SELECT public.member_conversations()))
+          WITH CHECK (sender_id = (SELECT auth.uid()) AND conversation_id IN (SELECT public.member_conversations()));
         DROP POLICY IF EXISTS messages_delete ON public.messages;
         CREATE POLICY messages_delete ON public.messages FOR DELETE TO authenticated
-          USING (sender_id = auth.uid() AND public.is_member(conversation_id));
+          USING (sender_id = (SELECT auth.uid()) AND conversation_id IN (SELECT public.member_conversations()));
 
         DROP POLICY IF EXISTS reactions_select ON public.reactions;
         CREATE POLICY reactions_select ON public.reactions FOR SELECT TO authenticated

@@ -171,7 +171,8 @@ final class RealtimeChangeFeed: Sendable {
     private static func ordered(_ value: JSONValue, by columns: [RealtimeColumn]) -> JSONValue {
         guard let members = value.members, !columns.isEmpty else { return value }
         let position = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
-        return .object(members.sorted { (position[$0.key] ?? Int.max) < (position[$1.key] ?? Int.max) })
+        let keyed = members.enumerated().map { (rank: position[$0.element.key] ?? Int.max, offset: $0.offset, member: $0.element) }
+        return .object(keyed.sorted { ($0.rank, $0.offset) < ($1.rank, $1.offset) }.map(\.member))
     }
 
     /// Columns (name, `pg_type.typname`) of every ordinary or partitioned table of schema `public`.
