@@ -97,13 +97,24 @@ public actor Bridge {
         }
     }
 
-    /// `catchUp`'s loop of passes.
+    /// `catchUp`'s loop of passes. While one direction reads full pages, the other (which then mostly reads the
+    /// bridge's own copies coming back) is read at most every `otherDirectionInterval`.
     private func catchUpPasses(_ direction: Direction) async throws -> BridgeStats {
+        let interval = configuration.otherDirectionInterval
+        var forward = PassResult(moved: true, hasMore: false)
+        var backward = PassResult(moved: direction == .both, hasMore: false)
+        var readAt = (forward: ContinuousClock.now - interval, backward: ContinuousClock.now - interval)
         while true {
-            let movedA = try await pass(from: a, to: b)
-            let movedB = direction == .both ? try await pass(from: b, to: a) : false
+            if !(backward.hasMore && ContinuousClock.now - readAt.forward < interval) {
+                readAt.forward = ContinuousClock.now
+                forward = try await pass(from: a, to: b)
+            }
+            if direction == .both, !(forward.hasMore && ContinuousClock.now - readAt.backward < interval) {
+                readAt.backward = ContinuousClock.now
+                backward = try await pass(from: b, to: a)
+            }
             if stopping { return currentStats }
-            if !movedA && !movedB { break }
+            if !forward.moved && !backward.moved { break }
         }
         stats.lastError = nil
         stats.lastSuccess = Date()
@@ -178,11 +189,19 @@ public actor Bridge {
 
     // MARK: - One pass
 
-    /// Bridges one page of `source`'s changes; returns whether anything was read. When the page says more
+    /// What one pass found.
+    private struct PassResult {
+        /// Whether anything was read (or more was announced).
+        var moved: Bool
+        /// Whether the source said more changes follow the page.
+        var hasMore: Bool
+    }
+
+    /// Bridges one page of `source`'s changes; returns what it found. When the page says more
     /// follow, the next one is read ahead while this one is copied (the cursor still advances only after a page is
     /// fully bridged, so a kill or an error loses nothing; a page read ahead is used only if it starts at the
     /// stored cursor).
-    private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> Bool {
+    private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> PassResult {
         let cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
         let batch = try await page(of: source, after: cursor)
         if batch.hasMore, !stopping, batch.cursor != cursor {
@@ -197,7 +216,7 @@ public actor Bridge {
         var planned = Set<MessageID>()
         let settled = try settledEchoes(in: batch.changes, from: source, to: target)
         for (index, change) in batch.changes.enumerated() {
-            if stopping { return false }
+            if stopping { return PassResult(moved: false, hasMore: false) }
             if settled.contains(index) { continue }
             if let bulk {
                 if case .message(let message) = change,
@@ -215,7 +234,7 @@ public actor Bridge {
                     try await copy(run, from: source, to: target, via: bulk)
                     run = []
                     planned = []
-                    if stopping { return false }
+                    if stopping { return PassResult(moved: false, hasMore: false) }
                 }
             }
             try await bridge(change, from: source, to: target)
@@ -224,7 +243,7 @@ public actor Bridge {
         if batch.cursor != cursor {
             try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
         }
-        return !batch.changes.isEmpty || batch.hasMore
+        return PassResult(moved: !batch.changes.isEmpty || batch.hasMore, hasMore: batch.hasMore)
     }
 
     /// The positions of `changes` that are the bridge's own copies coming back, already mapped on both sides:

@@ -27,6 +27,8 @@ public struct BridgeConfiguration: Sendable {
     public var batchSize = 200
     /// How often each side is polled even without live events.
     public var pollInterval: Duration = .seconds(2)
+    /// While one side's changes come in full pages (a backlog), how often the other side is read meanwhile.
+    public var otherDirectionInterval: Duration = .milliseconds(50)
     /// First retry delay after an error.
     public var retryBase: Duration = .milliseconds(200)
     /// Longest retry delay.
