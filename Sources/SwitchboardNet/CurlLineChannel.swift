@@ -91,6 +91,22 @@ final class CurlLineChannel: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// Up to `limit` lines already received, without waiting (none after the end or a cancel); whether the
+    /// consumer drained a paused transfer enough that it should continue.
+    func takeBuffered(limit: Int) -> (lines: [String], resumesTransfer: Bool) {
+        state.withLock { state in
+            guard !state.cancelled, !state.reportedEnd else { return ([], false) }
+            var lines: [String] = []
+            while lines.count < limit, let line = state.popLine() { lines.append(line) }
+            var resumes = false
+            if state.paused, state.bufferedCount <= maximumBufferedLines / 2 {
+                state.paused = false
+                resumes = true
+            }
+            return (lines, resumes)
+        }
+    }
+
     /// Ends consumption: a waiting `nextLine()` throws `CancellationError`, buffered lines are dropped.
     func cancel() {
         let (waiter, head) = state.withLock { state in

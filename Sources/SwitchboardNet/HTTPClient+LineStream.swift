@@ -41,6 +41,10 @@ public struct HTTPLineStream: AsyncSequence, Sendable {
     /// The iterator over the lines.
     public func makeAsyncIterator() -> Iterator { Iterator(handle: handle) }
 
+    /// Up to `limit` lines that have already arrived, in order, without waiting (empty when none has); the
+    /// iterator continues after them. Lets a consumer handle a burst of lines in one go.
+    public func bufferedLines(limit: Int) -> [String] { handle.buffered(limit: limit) }
+
     /// Delivers the lines in order, waiting for the network as needed.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
         fileprivate let handle: HTTPLineStreamHandle
@@ -74,6 +78,13 @@ final class HTTPLineStreamHandle: Sendable {
         } onCancel: {
             cancel()
         }
+    }
+
+    /// Lines already received, up to `limit`, without waiting.
+    func buffered(limit: Int) -> [String] {
+        let (lines, resumes) = channel.takeBuffered(limit: limit)
+        if resumes { loop.resume(transfer) }
+        return lines
     }
 
     /// Ends consumption and has the curl thread remove the transfer.

@@ -60,6 +60,28 @@ extension HTTPClientTests {
             }
         }
 
+        @Test("bufferedLines hands over lines already received without waiting; iteration continues after them")
+        func bufferedLinesInOrder() async throws {
+            try await withHTTPTestServer { server in
+                // A small buffer makes the transfer pause, so taking buffered lines must also resume it.
+                let client = HTTPClient(configuration: .init(maximumBufferedLines: 8))
+                let stream = try await client.lines(HTTPRequest(url: server.url("/stream?lines=3000")))
+                var indexes: [Int] = []
+                var batches = 0
+                var iterator = stream.makeAsyncIterator()
+                while let text = try await iterator.next() {
+                    indexes.append(try JSONDecoder().decode(StreamLine.self, from: Data(text.utf8)).index)
+                    let more = stream.bufferedLines(limit: 5)
+                    #expect(more.count <= 5)
+                    if !more.isEmpty { batches += 1 }
+                    for line in more { indexes.append(try JSONDecoder().decode(StreamLine.self, from: Data(line.utf8)).index) }
+                }
+                #expect(indexes == Array(0..<3000))
+                #expect(batches > 0, "a burst left lines in the buffer at least once")
+                #expect(stream.bufferedLines(limit: 5).isEmpty, "nothing after the end")
+            }
+        }
+
         @Test("Cancelling the reading task stops a never-ending stream within a second; the server sees it")
         func cancelStream() async throws {
             try await withHTTPTestServer { server in

@@ -6,6 +6,8 @@ import SwitchboardNet
 /// reported as a change. Reconnects forever with capped jittered backoff, resuming after the last sequence it
 /// saw; honours `AdapterFaults` (drops, offline users, duplicated or reordered deliveries).
 actor XMTPLiveStream {
+    /// The most envelopes stored in one transaction when a burst arrives.
+    static let batchLimit = 256
     /// The adapter whose node client and database the stream uses.
     private let adapter: XMTPAdapter
     private let conversation: ConversationID
@@ -85,21 +87,33 @@ actor XMTPLiveStream {
                     wasConnected = true
                     failures = 0
                     continuation.yield(.connection(.connected))
-                    for try await line in stream {
-                        if line.isEmpty { continue }
-                        guard let json = JSONValue.parseOrNil(line) else { continue }
-                        guard let result = json["result"] else {
-                            reason = json["error"]?["message"]?.stringValue ?? json["message"]?.stringValue ?? "stream error"
-                            break
+                    reading: for try await line in stream {
+                        // A burst of envelopes already received is stored in one transaction.
+                        var envelopes: [XMTPNodeEnvelope] = []
+                        var failure: String?
+                        for line in [line] + stream.bufferedLines(limit: Self.batchLimit - 1) {
+                            if line.isEmpty { continue }
+                            guard let json = JSONValue.parseOrNil(line) else { continue }
+                            guard let result = json["result"] else {
+                                failure = json["error"]?["message"]?.stringValue ?? json["message"]?.stringValue ?? "stream error"
+                                break
+                            }
+                            guard let envelope = XMTPNodeEnvelope(json: result) else { continue }
+                            cursor = max(cursor ?? 0, envelope.sequence)
+                            guard remember(envelope.sequence) else { continue }
+                            envelopes.append(envelope)
                         }
-                        guard let envelope = XMTPNodeEnvelope(json: result) else { continue }
-                        cursor = max(cursor ?? 0, envelope.sequence)
-                        guard remember(envelope.sequence) else { continue }
-                        do {
-                            for change in try adapter.ingest([envelope], in: conversation) { deliver(.change(change)) }
-                        } catch {
-                            reason = "storing an envelope failed: \(error)"
-                            break
+                        if !envelopes.isEmpty {
+                            do {
+                                for change in try adapter.ingest(envelopes, in: conversation) { deliver(.change(change)) }
+                            } catch {
+                                reason = "storing an envelope failed: \(error)"
+                                break reading
+                            }
+                        }
+                        if let failure {
+                            reason = failure
+                            break reading
                         }
                     }
                 } catch {
