@@ -29,6 +29,8 @@ public actor Bridge {
     /// Per source backend, the next page being read while the current one is copied, with the cursor it reads
     /// after. Used only when the stored cursor still equals that one; the read has no effect on the bridge's state.
     private var readAhead: [BackendID: (after: Cursor?, page: Task<ChangeBatch, any Error>)] = [:]
+    /// The batch whose `publishAll` is on its way while the next page is read and staged (see `pass`).
+    private var inFlight: InFlightCopy?
 
     /// A bridge between `a` and `b` keeping its map, cursors and queue in `store`.
     public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) throws {
@@ -90,9 +92,12 @@ public actor Bridge {
         self.observer = observer
         defer { self.observer = nil }
         do {
-            return try await catchUpPasses(direction)
+            let stats = try await catchUpPasses(direction)
+            try await completeInFlight()
+            return stats
         } catch {
             dropReadAhead()
+            await abandonInFlight()
             throw error
         }
     }
@@ -113,7 +118,10 @@ public actor Bridge {
                 readAt.backward = ContinuousClock.now
                 backward = try await pass(from: b, to: a)
             }
-            if stopping { return currentStats }
+            if stopping {
+                try await completeInFlight()
+                return currentStats
+            }
             if !forward.moved && !backward.moved { break }
         }
         stats.lastError = nil
@@ -201,8 +209,20 @@ public actor Bridge {
     /// follow, the next one is read ahead while this one is copied (the cursor still advances only after a page is
     /// fully bridged, so a kill or an error loses nothing; a page read ahead is used only if it starts at the
     /// stored cursor).
+    ///
+    /// A page that ends with a batch of new messages leaves that batch's `publishAll` in flight: the next pass in
+    /// the same direction reads and stages (prepares and persists) the next page meanwhile, then completes the
+    /// batch in flight and stores its cursor before publishing its own. Anything else that publishes, and the
+    /// other direction, first completes the batch in flight, so publishes keep their order.
     private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> PassResult {
-        let cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
+        try Task.checkCancellation()
+        if let inFlight, inFlight.source.backend != source.backend { try await completeInFlight() }
+        let cursor: Cursor?
+        if let inFlight {
+            cursor = inFlight.cursor
+        } else {
+            cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
+        }
         let batch = try await page(of: source, after: cursor)
         if batch.hasMore, !stopping, batch.cursor != cursor {
             let adapter = source.adapter, conversation = source.conversation, next = batch.cursor
@@ -224,6 +244,7 @@ public actor Bridge {
                     run.append(next)
                     planned.insert(next.id)
                     if run.count >= max(1, bulk.bulkPublishLimit) {
+                        try await completeInFlight()
                         try await copy(run, from: source, to: target, via: bulk)
                         run = []
                         planned = []
@@ -231,19 +252,71 @@ public actor Bridge {
                     continue
                 }
                 if !run.isEmpty {
+                    try await completeInFlight()
                     try await copy(run, from: source, to: target, via: bulk)
                     run = []
                     planned = []
                     if stopping { return PassResult(moved: false, hasMore: false) }
                 }
             }
+            try await completeInFlight()
             try await bridge(change, from: source, to: target)
         }
-        if let bulk, !run.isEmpty { try await copy(run, from: source, to: target, via: bulk) }
+        if let bulk, !run.isEmpty {
+            try Task.checkCancellation()
+            let staged = try await stage(run, from: source, to: target, via: bulk)
+            try await completeInFlight()
+            let prepared = staged.prepared
+            inFlight = InFlightCopy(staged: staged, publish: Task { try await bulk.publishAll(prepared) },
+                                    cursor: batch.cursor, storedCursor: cursor)
+            if stopping { try await completeInFlight() }
+            return PassResult(moved: true, hasMore: batch.hasMore)
+        }
+        try await completeInFlight()
         if batch.cursor != cursor {
             try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
         }
         return PassResult(moved: !batch.changes.isEmpty || batch.hasMore, hasMore: batch.hasMore)
+    }
+
+    /// A staged batch whose `publishAll` runs, and the page cursor to store once it is complete.
+    private struct InFlightCopy {
+        /// The staged batch.
+        var staged: StagedCopy
+        /// The publish.
+        var publish: Task<[PublishReceipt], any Error>
+        /// The cursor after the batch's page.
+        var cursor: Cursor?
+        /// The cursor the page was read after.
+        var storedCursor: Cursor?
+        /// The side the batch comes from.
+        var source: BridgeSide { staged.source }
+    }
+
+    /// Waits for the batch in flight (if any), records it and stores its page's cursor.
+    private func completeInFlight() async throws {
+        guard let current = inFlight else { return }
+        inFlight = nil
+        // The publish runs in a task of its own: cancelling the caller cancels it too, as a direct call would.
+        let receipts = try await withTaskCancellationHandler {
+            try await current.publish.value
+        } onCancel: {
+            current.publish.cancel()
+        }
+        try await finish(current.staged, receipts: receipts)
+        let source = current.source
+        if current.cursor != current.storedCursor {
+            try store.write { try $0.setCursor(current.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
+        }
+    }
+
+    /// After an error: lets the batch in flight end and records it if its publish went through (otherwise its
+    /// persisted copies are published again by the next pass); its cursor stays put.
+    private func abandonInFlight() async {
+        guard let current = inFlight else { return }
+        inFlight = nil
+        if Task.isCancelled { current.publish.cancel() }
+        if let receipts = try? await current.publish.value { try? await finish(current.staged, receipts: receipts) }
     }
 
     /// The positions of `changes` that are the bridge's own copies coming back, already mapped on both sides:
@@ -483,6 +556,25 @@ public actor Bridge {
     /// remembered (the next run republishes it harmlessly under the same key) or fully bridged.
     private func copy(_ run: [PlannedCopy], from source: BridgeSide, to target: BridgeSide,
                       via adapter: any BulkPublishingAdapter) async throws {
+        let staged = try await stage(run, from: source, to: target, via: adapter)
+        try await finish(staged, receipts: try await adapter.publishAll(staged.prepared))
+    }
+
+    /// A batch prepared and persisted (mappings, pending ledger rows and prepared copies), ready to publish.
+    private struct StagedCopy {
+        /// The planned copies.
+        var run: [PlannedCopy]
+        /// Their prepared messages, in the same order.
+        var prepared: [PreparedMessage]
+        /// Where they come from.
+        var source: BridgeSide
+        /// Where they go.
+        var target: BridgeSide
+    }
+
+    /// `copy`'s steps before the publish: prepare each under its key, then persist everything in one transaction.
+    private func stage(_ run: [PlannedCopy], from source: BridgeSide, to target: BridgeSide,
+                       via adapter: any BulkPublishingAdapter) async throws -> StagedCopy {
         var prepared: [PreparedMessage] = []
         prepared.reserveCapacity(run.count)
         for planned in run { prepared.append(try await adapter.prepare(planned.outgoing, noSend: true)) }
@@ -493,7 +585,12 @@ public actor Bridge {
                 try Self.persist(prepared[index], pendingRows[index], on: target, in: tx)
             }
         }
-        let receipts = try await adapter.publishAll(prepared)
+        return StagedCopy(run: run, prepared: prepared, source: source, target: target)
+    }
+
+    /// `copy`'s steps after the publish: record the receipts, count, and apply operations that waited.
+    private func finish(_ staged: StagedCopy, receipts: [PublishReceipt]) async throws {
+        let (run, prepared, source, target) = (staged.run, staged.prepared, staged.source, staged.target)
         guard receipts.count == prepared.count else {
             throw SwitchboardError(.transport, "\(target.name) returned \(receipts.count) receipts for \(prepared.count) messages",
                                    retryable: true)
