@@ -281,18 +281,33 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         return rows
     }
 
-    /// Stores envelopes and returns the changes they make, in order (see `change(for:)`).
+    /// Stores envelopes and returns the changes they make, in order (see `change(for:)`). An envelope whose
+    /// sequence is already stored as published (the live stream and a delta sync read the same envelopes) is not
+    /// decrypted or written again: its stored row is what storing it would give.
     func ingest(_ envelopes: [XMTPNodeEnvelope], in conversation: ConversationID) throws -> [RemoteChange] {
         var changes: [RemoteChange] = []
         let group = try groupID(conversation)
         let cipher = try cipher(conversation)
-        let opened = envelopes.compactMap { envelope -> (row: XMTPMessageRow, payloadHash: String)? in
-            XMTPMessageMapping.open(envelope, groupID: group, cipher: cipher).map { ($0, Digest.sha256Hex(envelope.data)) }
+        let known = try store.publishedRows(groupID: Digest.hex(group),
+                                            sequences: envelopes.map { Int64(clamping: $0.sequence) })
+        var opened: [(row: XMTPMessageRow, payloadHash: String)] = []
+        var order: [(known: XMTPMessageRow?, opened: Int?)] = []
+        for envelope in envelopes {
+            if let row = known[Int64(clamping: envelope.sequence)] {
+                order.append((row, nil))
+            } else if let row = XMTPMessageMapping.open(envelope, groupID: group, cipher: cipher) {
+                order.append((nil, opened.count))
+                opened.append((row, Digest.sha256Hex(envelope.data)))
+            }
         }
-        let stored = try store.storeReceived(opened)  // the page in one transaction
-        for (envelope, row) in zip(opened, stored) {
-            // The envelope's own sequence (a duplicate's stored row keeps the earliest).
-            changes += try self.changes(for: envelope.row, stored: row, in: conversation)
+        let stored = try store.storeReceived(opened)  // the new envelopes of the page in one transaction
+        for item in order {
+            if let row = item.known {
+                changes += try self.changes(for: row, stored: row, in: conversation)
+            } else if let index = item.opened {
+                // The envelope's own sequence (a duplicate's stored row keeps the earliest).
+                changes += try self.changes(for: opened[index].row, stored: stored[index], in: conversation)
+            }
         }
         return changes
     }

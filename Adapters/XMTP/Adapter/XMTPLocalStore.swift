@@ -182,6 +182,24 @@ final class XMTPLocalStore: @unchecked Sendable {
         try db.queryFirst("SELECT \(columns) FROM group_messages WHERE id = ?", [id], row)
     }
 
+    /// The published rows of group `groupID` (hex) stored from envelopes with these node sequences, by sequence.
+    func publishedRows(groupID: String, sequences: [Int64]) throws -> [Int64: XMTPMessageRow] {
+        guard !sequences.isEmpty else { return [:] }
+        return try with { db in
+            var rows: [Int64: XMTPMessageRow] = [:]
+            for start in stride(from: 0, to: sequences.count, by: 500) {
+                let chunk = Array(sequences[start..<min(sequences.count, start + 500)])
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+                let found = try db.query("""
+                    SELECT \(Self.columns) FROM group_messages
+                    WHERE group_id = ? AND delivery_status = ? AND sequence_id IN (\(marks))
+                    """, [groupID, XMTPDeliveryStatus.published.rawValue] + chunk, Self.row)
+                for row in found { if let sequence = row.sequenceID { rows[sequence] = row } }
+            }
+            return rows
+        }
+    }
+
     /// Inserts a locally prepared row unless one with its ID exists; returns the stored row.
     func insertPrepared(_ row: XMTPMessageRow) throws -> XMTPMessageRow {
         try with { db in
