@@ -7,7 +7,8 @@ import Synchronization
 public struct MigrationConfiguration: Sendable {
     /// Source changes read (and checkpointed) per page.
     public var batchSize = 100
-    /// Whether `run` first pages the source's history to count its messages (for the progress total and ETA).
+    /// Whether `run` also pages the source's history to count its messages (for the progress total and ETA); the
+    /// count runs alongside the copy, so the total appears in the progress once it is known.
     public var estimateTotal = true
     /// Attempts of the copy before a run gives up on an error (each retry resumes from the checkpoint).
     public var maxAttempts = 3
@@ -197,21 +198,26 @@ public actor Migration {
     /// the copy are retried and then reported in the result, never thrown.
     public func run(progress: (@Sendable (MigrationProgress) -> Void)? = nil) async throws -> MigrationReport {
         let started = ContinuousClock.now
-        var total: Int?
-        if configuration.estimateTotal {
-            do {
-                total = try await estimateTotal()
-            } catch {
-                throw MigrationError(side: "source", "cannot read the history of \(source.name) conversation "
-                                     + "\(source.conversation): \(error)")
-            }
+        do {
+            _ = try await source.adapter.history(in: source.conversation, before: nil, limit: 1)
+        } catch {
+            throw MigrationError(side: "source", "cannot read the history of \(source.name) conversation "
+                                 + "\(source.conversation): \(error)")
         }
         do {
             _ = try await target.adapter.latestCursor(in: target.conversation)
         } catch {
             throw MigrationError(side: "target", "cannot reach \(target.name) conversation \(target.conversation): \(error)")
         }
-        let tally = MigrationTally(total: total, earlier: try earlierOutcomes())
+        let tally = MigrationTally(total: nil, earlier: try earlierOutcomes())
+        // The count pages the history newest first while the copy reads it oldest first; the total reaches the
+        // progress once known (a failed count only leaves the total unknown).
+        let counting: Task<Int?, Never>? = configuration.estimateTotal ? Task { [weak self] in
+            guard let self, let count = try? await self.estimateTotal() else { return nil }
+            tally.setTotal(count)
+            return count
+        } : nil
+        defer { counting?.cancel() }
         let bridge = try Bridge(a: source, b: target, store: store, configuration: bridgeConfiguration())
         self.bridge = bridge
         defer { self.bridge = nil }
@@ -247,6 +253,8 @@ public actor Migration {
                 attempt += 1
             }
         }
+        if status == .interrupted { counting?.cancel() }  // a stop does not wait for the count
+        let total = await counting?.value
         let counts = tally.snapshot()
         let done = counts.processed
         let failed = status == .failed ? max(1, (counts.total ?? done) - done) : 0
@@ -331,6 +339,9 @@ final class MigrationTally: Sendable {
 
     /// Restarts the clock for the rate.
     func start() { state.withLock { $0.started = ContinuousClock.now } }
+
+    /// Sets the estimated total once it is known.
+    func setTotal(_ total: Int) { state.withLock { $0.total = total } }
 
     /// Counts one outcome (an ID reported again, e.g. for a later edit, counts once) and returns the progress.
     func record(_ outcome: Bridge.Outcome) -> MigrationProgress {

@@ -96,7 +96,7 @@ enum MigrateCommand {
         var status: Int32 = 0
         if !options.has("verify-only") {
             let display = ProgressDisplay(json: format == "json")
-            if configuration.estimateTotal { display.note("counting the source's messages...") }
+            if configuration.estimateTotal { display.note("copying; counting the source's messages alongside...") }
             let report: MigrationReport
             do {
                 report = try await migration.run(progress: { display.update($0) })

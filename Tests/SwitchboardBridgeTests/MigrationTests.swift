@@ -44,7 +44,8 @@ struct MigrationTests {
         // 1. In-process, cancelled mid-page after at least 250 messages.
         let first = try await world.runCancelled(after: 250)
         #expect(first.status == .interrupted)
-        #expect(first.total == count, "the estimate counted \(first.total.map(String.init) ?? "nothing")")
+        // The count runs alongside the copy; a stop does not wait for it, so an early stop may not know the total.
+        #expect(first.total == nil || first.total == count, "the estimate counted \(first.total.map(String.init) ?? "nothing")")
         let afterFirst = try await world.targetCount()
         #expect(afterFirst >= 250 && afterFirst < count, "after the cancelled run the target holds \(afterFirst)")
         print("migration test: run 1 cancelled after \(first.copied) copied (\(String(format: "%.0f", first.rate)) msg/s); "
@@ -67,6 +68,7 @@ struct MigrationTests {
         // 4. Resume in-process to the end.
         let resumed = try await world.run()
         #expect(resumed.status == .completed, "resume ended \(resumed.status): \(resumed.error ?? "")")
+        #expect(resumed.total == count, "the estimate counted \(resumed.total.map(String.init) ?? "nothing")")
         #expect(resumed.copied + resumed.alreadyPresent == count,
                 "resume: \(resumed.copied) copied + \(resumed.alreadyPresent) already present")
         #expect(resumed.alreadyPresent >= afterTerm)
