@@ -9,7 +9,7 @@ import SwitchboardPostgres
 /// All protocol decisions live in the pure `RealtimeHubState`; this class only moves frames. Each socket has an
 /// outbound queue drained by its own writer task, so a slow socket never blocks the change listener or other
 /// sockets. Changes to INSERT/UPDATE rows are delivered to a non-service subscriber only when that subscriber can
-/// select the row (by primary key) under row-level security.
+/// select the row (by primary key) under row-level security, checked per batch of changes and identity.
 final class RealtimeHub: Sendable {
     let context: SupabaseServerContext
     private let state = Mutex<RealtimeHubState?>(nil)
