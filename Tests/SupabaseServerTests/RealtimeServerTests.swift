@@ -174,6 +174,167 @@ struct RealtimeServerTests {
         #expect(seen.isEmpty)
     }
 
+    /// Joins `topic` with one unfiltered postgres_changes binding on `table`.
+    private func subscribeTable(_ socket: RealtimeTestSocket, topic: String, table: String, token: String) async throws {
+        let binding: JSONValue = ["event": "*", "schema": "public", "table": .string(table)]
+        let reply = try await socket.join(topic, config: ["broadcast": ["self": false, "ack": false],
+                                                          "presence": ["key": "", "enabled": false],
+                                                          "postgres_changes": [binding], "private": false], token: token)
+        #expect(reply.payload["status"] == "ok")
+        let system = try await socket.next { $0.event == "system" && $0.topic == topic }
+        #expect(system.payload["status"] == "ok")
+    }
+
+    /// One INSERT statement of messages (one transaction, so the listener reads them as one batch).
+    private func insertMessages(_ server: SupabaseTestServer, _ rows: [(conversation: String, body: String)]) async throws {
+        let values = rows.indices.map { "($\($0 * 2 + 1)::uuid, 'someone', $\($0 * 2 + 2))" }.joined(separator: ", ")
+        try await server.sql("INSERT INTO messages (conversation_id, sender_id, body) SELECT c, s, b FROM (VALUES \(values)) AS v(c, s, b)",
+                             rows.flatMap { [$0.conversation, $0.body] })
+    }
+
+    /// The bodies of the `postgres_changes` messages `socket` received on `topic`, in arrival order.
+    private func bodies(_ socket: RealtimeTestSocket, topic: String) -> [String] {
+        socket.all { $0.event == "postgres_changes" && $0.topic == topic }
+            .compactMap { $0.payload["data"]?["record"]?["body"]?.stringValue }
+    }
+
+    /// A batch mixing visible and invisible rows delivers exactly the visible ones, in order.
+    @Test("row-level security in a batch: exactly the visible rows arrive, in order")
+    func rlsBatchMixed() async throws {
+        let server = try SupabaseTestServer.required()
+        let user = "carol-\(UUID().uuidString.prefix(8))"
+        let mine = try await conversation(server, members: [user])
+        let theirs = try await conversation(server, members: ["someone-else"])
+        let socket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        defer { Task { await socket.close() } }
+        try await subscribeTable(socket, topic: "realtime:batch", table: "messages",
+                                 token: server.token(role: "authenticated", sub: user))
+        let tag = UUID().uuidString.prefix(8)
+        try await insertMessages(server, [(mine, "\(tag)-1"), (theirs, "\(tag)-x1"), (theirs, "\(tag)-x2"), (mine, "\(tag)-2"),
+                                          (theirs, "\(tag)-x3"), (mine, "\(tag)-3"), (mine, "\(tag)-4")])
+        try await insertMessages(server, [(mine, "\(tag)-end")])
+        _ = try await socket.next { $0.payload["data"]?["record"]?["body"]?.stringValue == "\(tag)-end" }
+        let seen = bodies(socket, topic: "realtime:batch").filter { $0.hasPrefix(tag) }
+        #expect(seen == ["\(tag)-1", "\(tag)-2", "\(tag)-3", "\(tag)-4"])
+    }
+
+    /// Two subscribers with different identities (and a service-role one) on one batch each get their own rows.
+    @Test("row-level security in a batch: two identities and the service role each get their own rows, in order")
+    func rlsBatchTwoIdentities() async throws {
+        let server = try SupabaseTestServer.required()
+        let dave = "dave-\(UUID().uuidString.prefix(8))", erin = "erin-\(UUID().uuidString.prefix(8))"
+        let davesConversation = try await conversation(server, members: [dave])
+        let erinsConversation = try await conversation(server, members: [erin])
+        let daveSocket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        let erinSocket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        let serviceSocket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        defer { Task { await daveSocket.close(); await erinSocket.close(); await serviceSocket.close() } }
+        try await subscribeTable(daveSocket, topic: "realtime:dave", table: "messages",
+                                 token: server.token(role: "authenticated", sub: dave))
+        // A second channel of the same identity on the same socket shares the identity's check.
+        try await subscribeTable(daveSocket, topic: "realtime:dave2", table: "messages",
+                                 token: server.token(role: "authenticated", sub: dave))
+        try await subscribeTable(erinSocket, topic: "realtime:erin", table: "messages",
+                                 token: server.token(role: "authenticated", sub: erin))
+        try await subscribeTable(serviceSocket, topic: "realtime:all", table: "messages", token: server.serviceKey)
+        let tag = UUID().uuidString.prefix(8)
+        try await insertMessages(server, [(davesConversation, "\(tag)-d1"), (erinsConversation, "\(tag)-e1"),
+                                          (erinsConversation, "\(tag)-e2"), (davesConversation, "\(tag)-d2"),
+                                          (davesConversation, "\(tag)-d3"), (erinsConversation, "\(tag)-e3")])
+        try await insertMessages(server, [(davesConversation, "\(tag)-end"), (erinsConversation, "\(tag)-end")])
+        _ = try await daveSocket.next { $0.topic == "realtime:dave" && $0.payload["data"]?["record"]?["body"]?.stringValue == "\(tag)-end" }
+        _ = try await daveSocket.next { $0.topic == "realtime:dave2" && $0.payload["data"]?["record"]?["body"]?.stringValue == "\(tag)-end" }
+        _ = try await erinSocket.next { $0.payload["data"]?["record"]?["body"]?.stringValue == "\(tag)-end" }
+        for _ in 0..<2 { _ = try await serviceSocket.next { $0.payload["data"]?["record"]?["body"]?.stringValue == "\(tag)-end" } }
+        #expect(bodies(daveSocket, topic: "realtime:dave").filter { $0.hasPrefix(tag) } == ["\(tag)-d1", "\(tag)-d2", "\(tag)-d3"])
+        #expect(bodies(daveSocket, topic: "realtime:dave2").filter { $0.hasPrefix(tag) } == ["\(tag)-d1", "\(tag)-d2", "\(tag)-d3"])
+        #expect(bodies(erinSocket, topic: "realtime:erin").filter { $0.hasPrefix(tag) } == ["\(tag)-e1", "\(tag)-e2", "\(tag)-e3"])
+        #expect(bodies(serviceSocket, topic: "realtime:all").filter { $0.hasPrefix(tag) }
+                == ["\(tag)-d1", "\(tag)-e1", "\(tag)-e2", "\(tag)-d2", "\(tag)-d3", "\(tag)-e3"])
+    }
+
+    /// A composite-key table (reactions) in a batch: each key column is compared, only visible rows arrive, in order.
+    @Test("row-level security in a batch: composite-key reactions arrive only where visible, in order")
+    func rlsBatchCompositeKey() async throws {
+        let server = try SupabaseTestServer.required()
+        let user = "frank-\(UUID().uuidString.prefix(8))"
+        let mine = try await conversation(server, members: [user])
+        let theirs = try await conversation(server, members: ["someone-else"])
+        let mineMessage = UUID().uuidString.lowercased(), theirMessage = UUID().uuidString.lowercased()
+        try await server.sql("INSERT INTO messages (id, conversation_id, sender_id, body) VALUES ($1, $2, 'x', 'm'), ($3, $4, 'x', 't')",
+                             [mineMessage, mine, theirMessage, theirs])
+        let socket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        defer { Task { await socket.close() } }
+        try await subscribeTable(socket, topic: "realtime:reactions", table: "reactions",
+                                 token: server.token(role: "authenticated", sub: user))
+        // Same message and user, different symbols: only the full key tells the rows apart.
+        let rows: [(message: String, user: String, symbol: String)] = [
+            (mineMessage, user, "a"), (theirMessage, user, "b"), (mineMessage, "other", "c"), (theirMessage, "other", "d"),
+            (mineMessage, user, "e"), (theirMessage, user, "f"),
+        ]
+        let values = rows.indices.map { "($\($0 * 3 + 1)::uuid, $\($0 * 3 + 2), $\($0 * 3 + 3))" }.joined(separator: ", ")
+        try await server.sql("INSERT INTO reactions (message_id, user_id, symbol) VALUES \(values)",
+                             rows.flatMap { [$0.message, $0.user, $0.symbol] })
+        try await server.sql("INSERT INTO reactions (message_id, user_id, symbol) VALUES ($1, $2, 'end')", [mineMessage, user])
+        _ = try await socket.next { $0.payload["data"]?["record"]?["symbol"] == "end" } // (taken out of the buffer)
+        let seen = socket.all { $0.event == "postgres_changes" && $0.payload["data"]?["type"] == "INSERT" }
+            .compactMap { message -> String? in
+                guard let record = message.payload["data"]?["record"] else { return nil }
+                return "\(record["message_id"]?.stringValue ?? "")/\(record["user_id"]?.stringValue ?? "")/\(record["symbol"]?.stringValue ?? "")"
+            }
+        #expect(seen == ["\(mineMessage)/\(user)/a", "\(mineMessage)/other/c", "\(mineMessage)/\(user)/e"])
+
+        // A batch of updates (UPDATE is checked too) across both messages.
+        try await server.sql("UPDATE reactions SET created_at = now() WHERE message_id IN ($1, $2) AND symbol <> 'end'",
+                             [mineMessage, theirMessage])
+        try await server.sql("UPDATE reactions SET created_at = now() WHERE message_id = $1 AND symbol = 'end'", [mineMessage])
+        _ = try await socket.next { $0.payload["data"]?["type"] == "UPDATE" && $0.payload["data"]?["record"]?["symbol"] == "end" }
+        let updated = socket.all { $0.event == "postgres_changes" && $0.payload["data"]?["type"] == "UPDATE" }
+            .compactMap { $0.payload["data"]?["record"]?["message_id"]?.stringValue }
+        #expect(updated.count == 3 && updated.allSatisfy { $0 == mineMessage })
+    }
+
+    /// The batched queries themselves (not a per-change fallback) answer exactly as row-level security decides.
+    @Test("batched visibility queries run as a subscriber return exactly its visible rows")
+    func batchedVisibilityQueries() async throws {
+        let server = try SupabaseTestServer.required()
+        let user = "gina-\(UUID().uuidString.prefix(8))"
+        let mine = try await conversation(server, members: [user])
+        let theirs = try await conversation(server, members: ["someone-else"])
+        let ids = (0..<4).map { _ in UUID().uuidString.lowercased() }
+        try await server.sql("INSERT INTO messages (id, conversation_id, sender_id, body) VALUES ($1, $2, 'x', 'a'), ($3, $4, 'x', 'b'), "
+                             + "($5, $2, 'x', 'c'), ($6, $4, 'x', 'd')", [ids[0], mine, ids[1], theirs, ids[2], ids[3]])
+        try await server.sql("INSERT INTO reactions (message_id, user_id, symbol) VALUES ($1, 'u', 's'), ($2, 'u', 's')", [ids[0], ids[1]])
+        let messages = RealtimeTableName(schema: "public", table: "messages")
+        let reactions = RealtimeTableName(schema: "public", table: "reactions")
+        func message(_ id: String) -> RealtimeChange {
+            RealtimeChange(table: messages, type: "INSERT", commitTimestamp: "", columns: [RealtimeColumn(name: "id", type: "uuid")],
+                           record: ["id": .string(id)], oldRecord: nil, primaryKey: [(column: "id", value: .string(id))])
+        }
+        func reaction(_ id: String, _ symbol: String) -> RealtimeChange {
+            RealtimeChange(table: reactions, type: "INSERT", commitTimestamp: "",
+                           columns: [RealtimeColumn(name: "message_id", type: "uuid"), RealtimeColumn(name: "user_id", type: "text"),
+                                     RealtimeColumn(name: "symbol", type: "text")],
+                           record: [:], oldRecord: nil,
+                           primaryKey: [(column: "message_id", value: .string(id)), (column: "user_id", value: "u"),
+                                        (column: "symbol", value: .string(symbol))])
+        }
+        // A missing row (ids[0] with another symbol, a random message id) is not visible either.
+        let changes = [message(ids[0]), reaction(ids[0], "s"), message(ids[1]), reaction(ids[1], "s"), message(ids[2]),
+                       reaction(ids[0], "other"), message(ids[3]), message(UUID().uuidString.lowercased())]
+        let queries = RealtimeVisibility.queries(for: Array(changes.indices), of: changes, chunkSize: 3)
+        #expect(queries.map(\.changes.count) == [3, 3, 2])
+        let claims = JWTClaims(object: ["role": "authenticated", "sub": .string(user)])
+        let visible = try await server.context.transaction(as: RequestIdentity(claims: claims)) { connection in
+            try queries.flatMap { query in query.visibleChanges(in: try connection.query(query.sql, query.parameters).rows) }
+        }
+        #expect(Set(visible) == [0, 1, 4])
+        let serviceVisible = try await server.context.transaction(as: RequestIdentity(claims: JWTClaims(object: ["role": "service_role"]))) {
+            connection in try queries.flatMap { query in query.visibleChanges(in: try connection.query(query.sql, query.parameters).rows) }
+        }
+        #expect(Set(serviceVisible) == [0, 1, 2, 3, 4, 6])
+    }
+
     /// A garbage frame closes only that socket; broadcast still flows between the others.
     @Test("a garbage frame closes only that socket; broadcast still flows between the others")
     func garbageClosesOnlyThatSocket() async throws {

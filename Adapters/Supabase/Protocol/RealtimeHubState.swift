@@ -45,6 +45,15 @@ public struct RealtimeChangeTarget: Sendable, Hashable {
     public var claims: JWTClaims
     /// The socket's serializer.
     public var version: PhoenixTextCodec.Version
+
+    /// A target with every field given.
+    public init(socket: Int, topic: String, ids: [Int64], claims: JWTClaims, version: PhoenixTextCodec.Version) {
+        self.socket = socket
+        self.topic = topic
+        self.ids = ids
+        self.claims = claims
+        self.version = version
+    }
 }
 
 /// Every socket, channel, subscription and presence of the realtime service: a pure state machine.

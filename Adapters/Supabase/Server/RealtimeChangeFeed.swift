@@ -9,7 +9,8 @@ import SwitchboardPostgres
 /// Every table of schema `public` gets an AFTER INSERT/UPDATE/DELETE row trigger that writes the change to
 /// `realtime.change_log` and notifies only the log id, so rows larger than a NOTIFY payload still arrive whole.
 /// The listener (its own connection) wakes on a notification or every second, reads every row after the last
-/// one seen (plus recent gaps, for transactions that committed out of id order) and hands each to `dispatch`.
+/// one seen (plus recent gaps, for transactions that committed out of id order) and hands each batch read (up to
+/// 200 changes, in id order) to `dispatch`.
 final class RealtimeChangeFeed: Sendable {
     /// The NOTIFY channel the trigger signals.
     static let channel = "switchboard_realtime"
@@ -26,13 +27,13 @@ final class RealtimeChangeFeed: Sendable {
 
     private let databaseURL: String
     private let log: @Sendable (String) -> Void
-    private let dispatch: @Sendable (RealtimeChange) -> Void
+    private let dispatch: @Sendable ([RealtimeChange]) -> Void
     private let stopped = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     private let progress = Mutex(Progress())
 
-    /// A feed reading `databaseURL`, handing each change to `dispatch` on the listener thread.
-    init(databaseURL: String, log: @escaping @Sendable (String) -> Void, dispatch: @escaping @Sendable (RealtimeChange) -> Void) {
+    /// A feed reading `databaseURL`, handing each batch of changes (in id order) to `dispatch` on the listener thread.
+    init(databaseURL: String, log: @escaping @Sendable (String) -> Void, dispatch: @escaping @Sendable ([RealtimeChange]) -> Void) {
         self.databaseURL = databaseURL
         self.log = log
         self.dispatch = dispatch
@@ -97,7 +98,7 @@ final class RealtimeChangeFeed: Sendable {
         }
     }
 
-    /// Reads and dispatches every change after the last one seen (and recent gaps), in id order.
+    /// Reads and dispatches every change after the last one seen (and recent gaps), in id order, one batch per read.
     private func catchUp(_ connection: PostgresConnection) throws {
         while !isStopped {
             let (lastSeen, gaps) = progress.withLock { state -> (Int64, [Int64]) in
@@ -113,6 +114,8 @@ final class RealtimeChangeFeed: Sendable {
                 WHERE "id" > $1::bigint OR "id" = ANY($2::bigint[])
                 ORDER BY "id" LIMIT 200
                 """, [String(lastSeen), "{" + gaps.map(String.init).joined(separator: ",") + "}"])
+            var batch: [RealtimeChange] = []
+            batch.reserveCapacity(result.rows.count)
             for row in result.rows {
                 guard let id = row[0].flatMap({ Int64($0) }) else { continue }
                 progress.withLock { state in
@@ -127,8 +130,15 @@ final class RealtimeChangeFeed: Sendable {
                         state.lastSeen = id
                     }
                 }
-                if let change = try change(from: row, connection: connection) { dispatch(change) }
+                do {
+                    if let change = try change(from: row, connection: connection) { batch.append(change) }
+                } catch {
+                    // The rows before this one are already marked seen: hand them on before giving up.
+                    if !batch.isEmpty { dispatch(batch) }
+                    throw error
+                }
             }
+            if !batch.isEmpty { dispatch(batch) }
             try pruneIfDue(connection)
             if result.rows.count < 200 { return }
         }

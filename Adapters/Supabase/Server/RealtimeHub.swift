@@ -9,7 +9,7 @@ import SwitchboardPostgres
 /// All protocol decisions live in the pure `RealtimeHubState`; this class only moves frames. Each socket has an
 /// outbound queue drained by its own writer task, so a slow socket never blocks the change listener or other
 /// sockets. Changes to INSERT/UPDATE rows are delivered to a non-service subscriber only when that subscriber can
-/// select the row (by primary key) under row-level security.
+/// select the row (by primary key) under row-level security, checked per batch of changes and identity.
 final class RealtimeHub: Sendable {
     let context: SupabaseServerContext
     private let state = Mutex<RealtimeHubState?>(nil)
@@ -25,7 +25,7 @@ final class RealtimeHub: Sendable {
     func start() throws {
         let context = self.context
         let feed = RealtimeChangeFeed(databaseURL: context.databaseURL, log: { context.log($0) },
-                                      dispatch: { [weak self] change in self?.dispatch(change) })
+                                      dispatch: { [weak self] changes in self?.dispatch(changes) })
         let tables = try feed.install()
         let authenticator = context.authenticator
         state.withLock { state in
@@ -114,52 +114,63 @@ final class RealtimeHub: Sendable {
         }
     }
 
-    /// Called on the listener thread for every change: match, check visibility per subscriber, queue.
-    private func dispatch(_ change: RealtimeChange) {
-        let targets = state.withLock { $0?.targets(for: change) ?? [] }
-        var visibility: [String: Bool] = [:]
+    /// Called on the listener thread for each batch of changes (log order): match, check visibility, queue.
+    ///
+    /// Targets come from one look at the state; each identity's checks run in one transaction (one query per table
+    /// and chunk, see `RealtimeVisibility`); deliveries keep the changes' order on every socket.
+    private func dispatch(_ changes: [RealtimeChange]) {
+        guard !changes.isEmpty else { return }
+        let targets = state.withLock { state in changes.map { state?.targets(for: $0) ?? [] } }
+        var visible: [String: Set<Int>] = [:]
+        for group in RealtimeVisibility.groups(changes, targets: targets) {
+            visible[group.claims.json] = visibleChanges(group, of: changes)
+        }
         var deliveries: [RealtimeDelivery] = []
-        for target in targets {
-            let identity = RequestIdentity(claims: target.claims)
-            if change.type != "DELETE" && !identity.isServiceRole {
-                let key = target.claims.json
-                let visible = visibility[key] ?? isVisible(change, to: identity)
-                visibility[key] = visible
-                guard visible else { continue }
+        for (index, change) in changes.enumerated() {
+            for target in targets[index] {
+                if RealtimeVisibility.needsCheck(change, claims: target.claims) {
+                    guard visible[target.claims.json]?.contains(index) == true else { continue }
+                }
+                deliveries.append(RealtimeHubState.changeDelivery(change, to: target))
             }
-            deliveries.append(RealtimeHubState.changeDelivery(change, to: target))
         }
         deliver(deliveries)
     }
 
-    /// Whether `identity` can select the changed row now (row-level security decides), by primary key.
-    private func isVisible(_ change: RealtimeChange, to identity: RequestIdentity) -> Bool {
-        let table = PostgRESTSQLBuilder.quoteIdentifier(change.table.schema) + "." + PostgRESTSQLBuilder.quoteIdentifier(change.table.table)
-        var sql = "SELECT 1 FROM \(table) AS \"row\" WHERE "
-        var parameters: [String?] = []
-        if change.primaryKey.isEmpty {
-            // No primary key: match the whole row image.
-            sql += "to_jsonb(\"row\".*) = $1::jsonb"
-            parameters = [change.record?.serialized ?? "null"]
-        } else {
-            let conditions = change.primaryKey.enumerated().map { index, key in
-                "\"row\".\(PostgRESTSQLBuilder.quoteIdentifier(key.column)) = $\(index + 1)"
-            }
-            sql += conditions.joined(separator: " AND ")
-            parameters = change.primaryKey.map { $0.value.parameterText }
-        }
-        sql += " LIMIT 1"
-        do {
-            return try context.pool.run { connection in
-                try connection.transaction { connection in
-                    try SupabaseServerContext.assume(identity, on: connection)
-                    return try !connection.query(sql, parameters).rows.isEmpty
+    /// The batch indices of `group.changes` whose rows `group.claims` can select now (row-level security decides).
+    ///
+    /// All queries run in one transaction as the identity. When one fails, the results of that transaction are
+    /// dropped and the rest is retried: a failed batched query is split into one query per change, a failed
+    /// single-change query makes that change invisible (logged), exactly as a per-change check would.
+    private func visibleChanges(_ group: RealtimeVisibility.Group, of changes: [RealtimeChange]) -> Set<Int> {
+        let identity = RequestIdentity(claims: group.claims)
+        var pending = RealtimeVisibility.queries(for: group.changes, of: changes)
+        var visible = Set<Int>()
+        while !pending.isEmpty {
+            var current = 0
+            do {
+                let found = try context.pool.run { connection in
+                    try connection.transaction { connection -> [Int] in
+                        try SupabaseServerContext.assume(identity, on: connection)
+                        var found: [Int] = []
+                        for (offset, query) in pending.enumerated() {
+                            current = offset
+                            found += query.visibleChanges(in: try connection.query(query.sql, query.parameters).rows)
+                        }
+                        return found
+                    }
                 }
+                visible.formUnion(found)
+                pending = []
+            } catch {
+                let failed = pending[current]
+                let tables = Set(failed.changes.map { changes[$0].table.description }).sorted().joined(separator: ", ")
+                context.log("realtime: visibility check of \(failed.changes.count) change(s) on \(tables) failed: \(error)")
+                let retry = failed.changes.count > 1 ? failed.changes.map { RealtimeVisibility.single($0, changes[$0]) } : []
+                pending = retry + pending[(current + 1)...]
             }
-        } catch {
-            context.log("realtime: visibility check on \(change.table) failed: \(error)")
-            return false
         }
+        return visible
     }
 
     /// Writes queued frames to the socket until the queue ends, the socket fails or a close is requested.
