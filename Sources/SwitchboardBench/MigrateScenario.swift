@@ -21,8 +21,8 @@ enum MigrateScenario {
                 baselineRates.append(try await copyRate(servers, count: count))
             }
             let note = "\(count) messages per run (seeded beforehand with the node's bulk send), \(options.runs) runs; "
-                + "figure = messages / seconds of the whole run as `switchboard migrate` does it (counting the source's "
-                + "history first, which also stores it in the XMTP adapter's local database, then the copy; the copy phase "
+                + "figure = messages / seconds of the whole run as `switchboard migrate` does it (the source's history counted "
+                + "alongside the copy, which stores it in the XMTP adapter's local database too; the copy phase "
                 + "alone: \(BenchFormat.number(BenchSummary(copyPhaseRates).median)) msg/s); baseline = libpq COPY (text) of the same rows "
                 + "(id, conversation, sender, body, the migration's metadata) as the cluster's superuser into a fresh "
                 + "conversation, one autocommit COPY; the messages_version trigger fires for every copied row (the guard "
