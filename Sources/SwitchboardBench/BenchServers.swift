@@ -94,6 +94,23 @@ final class BenchServers: Sendable {
         }
     }
 
+    /// Settles the Supabase-like server between measured phases, as pgbench vacuums before a run: waits (up to
+    /// 60 s) until its realtime feed has dispatched every change logged so far, then vacuums and analyzes the
+    /// chat tables, so a phase pays neither for the previous phase's changes still being fanned out nor for an
+    /// autovacuum the previous phase's rows set off.
+    func settle() async throws {
+        let database = try BareCopyConnection(url: try databaseURL())
+        let newest = Int64(try database.query("SELECT coalesce(max(id), 0)::text FROM realtime.change_log", []).first ?? "") ?? 0
+        let deadline = ContinuousClock.now + .seconds(60)
+        while (supabase.realtimeFeedPosition ?? newest) < newest {
+            guard ContinuousClock.now < deadline else {
+                throw BenchError("the realtime feed did not catch up with change \(newest) within 60 s")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        _ = try database.query("VACUUM ANALYZE public.messages, public.reactions, public.receipts, realtime.change_log", [])
+    }
+
     // MARK: Supabase side
 
     /// The anon key.

@@ -34,13 +34,16 @@ enum BridgeScenario {
             var rates: [Double] = [], p50: [Double] = [], p99: [Double] = [], pacedP50: [Double] = [], pacedP99: [Double] = []
             var baselines: [Double] = [], supabaseIngest: [Double] = [], xmtpIngest: [Double] = []
             for run in 0..<options.runs {
+                try await servers.settle()
                 let relayed = try await relay(servers, count: count, paced: paced, run: run)
                 rates.append(relayed.rate)
                 p50.append(BenchStatistics.percentile(relayed.latencies, 50) * 1000)
                 p99.append(BenchStatistics.percentile(relayed.latencies, 99) * 1000)
                 pacedP50.append(BenchStatistics.percentile(relayed.paced, 50) * 1000)
                 pacedP99.append(BenchStatistics.percentile(relayed.paced, 99) * 1000)
+                try await servers.settle()
                 let supabase = try await supabaseIngestRate(servers, count: count)
+                try await servers.settle()
                 let xmtp = try await xmtpIngestRate(servers, count: count)
                 supabaseIngest.append(supabase)
                 xmtpIngest.append(xmtp)
@@ -49,7 +52,8 @@ enum BridgeScenario {
             let ingest = "raw ingest medians: Supabase-like \(BenchFormat.number(BenchSummary(supabaseIngest).median)) msg/s "
                 + "(the bridge's write: SupabaseAdapter.publishAll, a bulk upsert), XMTP-like "
                 + "\(BenchFormat.number(BenchSummary(xmtpIngest).median)) msg/s (the node's bulk send, \(publishChunk) per request)"
-            let note = "\(count) messages per run, \(options.runs) runs; published on the XMTP-like node with its bulk send "
+            let note = "\(count) messages per run, \(options.runs) runs (each phase started once the server's realtime feed "
+                + "has caught up with the previous one); published on the XMTP-like node with its bulk send "
                 + "(\(publishChunk) sealed messages per request, one client, back to back); arrival = the row's created_at "
                 + "(server clock, same machine), rows found by polling the database every 10 ms; latency from the publish "
                 + "request's start; " + ingest

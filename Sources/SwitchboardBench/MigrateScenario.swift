@@ -15,12 +15,15 @@ enum MigrateScenario {
         return try await BenchServers.with("migrate", xmtp: true) { servers in
             var runRates: [Double] = [], copyPhaseRates: [Double] = [], baselineRates: [Double] = []
             for run in 0..<options.runs {
+                try await servers.settle()
                 let migrated = try await migrate(servers, count: count, run: run)
                 runRates.append(migrated.wholeRate)
                 copyPhaseRates.append(migrated.copyRate)
+                try await servers.settle()
                 baselineRates.append(try await copyRate(servers, count: count))
             }
-            let note = "\(count) messages per run (seeded beforehand with the node's bulk send), \(options.runs) runs; "
+            let note = "\(count) messages per run (seeded beforehand with the node's bulk send), \(options.runs) runs, "
+                + "each phase started once the server's realtime feed has caught up with the previous one; "
                 + "figure = messages / seconds of the whole run as `switchboard migrate` does it (the source's history counted "
                 + "alongside the copy, which stores it in the XMTP adapter's local database too; the copy phase "
                 + "alone: \(BenchFormat.number(BenchSummary(copyPhaseRates).median)) msg/s); baseline = libpq COPY (text) of the same rows "

@@ -58,6 +58,9 @@ final class RealtimeChangeFeed: Sendable {
         return Set(columns.keys)
     }
 
+    /// The id of the newest change-log row handed to `dispatch` so far.
+    var position: Int64 { progress.withLock { $0.lastSeen } }
+
     /// Starts the listener thread.
     func start() {
         let thread = Thread { [self] in

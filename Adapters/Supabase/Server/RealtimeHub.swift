@@ -50,6 +50,9 @@ final class RealtimeHub: Sendable {
         ticker.withLock { $0 = clock }
     }
 
+    /// The id of the newest change-log row the change feed has dispatched (nil before `start` or after `stop`).
+    var feedPosition: Int64? { feed.withLock { $0?.position } }
+
     /// Serves one socket until it closes.
     func serve(_ connection: WebSocketConnection) async {
         guard state.withLock({ $0 != nil }) else {

@@ -32,6 +32,10 @@ public final class SupabaseServer: Sendable {
     /// The shared context while running (tests use it to reach the database).
     public var context: SupabaseServerContext? { running.withLock { $0?.context } }
 
+    /// The id of the newest `realtime.change_log` row the realtime feed has dispatched, while running (lets a
+    /// caller, such as a benchmark, wait until the feed has caught up with the writes so far).
+    public var realtimeFeedPosition: Int64? { running.withLock { $0?.realtime.feedPosition } }
+
     /// Starts everything and returns the bound port.
     @discardableResult
     public func start() async throws -> Int {
