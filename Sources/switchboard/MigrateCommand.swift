@@ -161,13 +161,18 @@ enum MigrateCommand {
     }
 }
 
-/// Shows a migration's progress: a bar redrawn in place on a terminal, else a plain line every ~10 % or 5 s.
+/// Shows a migration's progress: a bar redrawn in place on a terminal, else a plain line every ~10 % (every
+/// 1,000 messages while the total is still being counted) or 5 s.
 final class ProgressDisplay: Sendable {
+    /// Messages between two plain lines while the total is unknown.
+    static let linesEvery = 1_000
+
     /// The drawing state.
     private struct State {
         var lastDraw = ContinuousClock.now - .seconds(1)
         var lastLine = ContinuousClock.now
         var lastDecile = -1
+        var lastThousands = -1
         var drewBar = false
         var latest: MigrationProgress?
     }
@@ -199,8 +204,11 @@ final class ProgressDisplay: Sendable {
                 return "\r" + progress.barLine() + "\u{1B}[K"
             }
             let decile = progress.fraction.map { Int(($0 * 10).rounded(.down)) } ?? state.lastDecile
-            guard decile > state.lastDecile || now - state.lastLine >= .seconds(5) else { return nil }
+            let thousands = progress.fraction == nil ? progress.processed / Self.linesEvery : state.lastThousands
+            guard decile > state.lastDecile || thousands > state.lastThousands || now - state.lastLine >= .seconds(5)
+            else { return nil }
             state.lastDecile = max(decile, state.lastDecile)
+            state.lastThousands = max(thousands, state.lastThousands)
             state.lastLine = now
             return progress.plainLine + "\n"
         }
