@@ -223,15 +223,16 @@ public actor Bridge {
         } else {
             cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
         }
-        let batch = try await page(of: source, after: cursor)
+        let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
+        let span = max(1, bulk?.bulkPublishLimit ?? 1)
+        let batch = try await page(of: source, after: cursor, span: span)
         if batch.hasMore, !stopping, batch.cursor != cursor {
             let adapter = source.adapter, conversation = source.conversation, next = batch.cursor
             let limit = configuration.batchSize
             readAhead[source.backend] = (next, Task.detached {
-                try await adapter.changes(in: conversation, after: next, limit: limit)
+                try await Self.pages(of: adapter, in: conversation, after: next, limit: limit, span: span)
             })
         }
-        let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
         var run: [PlannedCopy] = []
         var planned = Set<MessageID>()
         let settled = try settledEchoes(in: batch.changes, from: source, to: target)
@@ -345,13 +346,29 @@ public actor Bridge {
         }
     }
 
-    /// The page of `source`'s changes after `cursor`: the one read ahead when it starts there, else read now.
-    private func page(of source: BridgeSide, after cursor: Cursor?) async throws -> ChangeBatch {
+    /// The changes of `source` after `cursor` (see `pages`): the ones read ahead when they start there, else read now.
+    private func page(of source: BridgeSide, after cursor: Cursor?, span: Int) async throws -> ChangeBatch {
         if let ahead = readAhead.removeValue(forKey: source.backend) {
             if ahead.after == cursor, let batch = try? await ahead.page.value { return batch }
             ahead.page.cancel()
         }
-        return try await source.adapter.changes(in: source.conversation, after: cursor, limit: configuration.batchSize)
+        return try await Self.pages(of: source.adapter, in: source.conversation, after: cursor, limit: configuration.batchSize,
+                                    span: span)
+    }
+
+    /// One page of changes after `cursor`, extended by the following full pages while every change so far is a
+    /// message and the whole stays within `span` changes (a target's bulk publish size): a backlog of new messages
+    /// then crosses in batches of `span`, whatever page size the source serves.
+    private static func pages(of adapter: any ChatAdapter, in conversation: ConversationID, after cursor: Cursor?,
+                              limit: Int, span: Int) async throws -> ChangeBatch {
+        var batch = try await adapter.changes(in: conversation, after: cursor, limit: limit)
+        while batch.hasMore, batch.changes.count + limit <= span, batch.cursor != cursor,
+              batch.changes.allSatisfy({ if case .message = $0 { true } else { false } }) {
+            let next = try await adapter.changes(in: conversation, after: batch.cursor, limit: limit)
+            guard !next.changes.isEmpty || next.cursor != batch.cursor else { break }
+            batch = ChangeBatch(changes: batch.changes + next.changes, cursor: next.cursor, hasMore: next.hasMore)
+        }
+        return batch
     }
 
     private func bridge(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide) async throws {
