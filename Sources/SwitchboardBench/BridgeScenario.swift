@@ -23,6 +23,25 @@ enum BridgeScenario {
     static let pacedTick: Duration = .milliseconds(10)
     /// Messages per second of the paced phase.
     static let pacedRate = pacedPerTick * 100
+    /// Waits (up to 60 s) until the bridge has read back, on the Supabase-like side, every row of `room` (its own
+    /// copies of the burst), so the paced phase measures a bridge that is not still working off the burst.
+    private static func caughtUp(_ store: SQLiteStore, side: BridgeSide, room: ConversationID,
+                                 database: BareCopyConnection) async throws {
+        let newest = Int64(try database.query("SELECT coalesce(max(version), 0)::text FROM public.messages WHERE conversation_id = $1::uuid",
+                                              [room.rawValue]).first ?? "") ?? 0
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            let cursor = try store.read { try $0.cursor(conversation: room, backend: side.adapter.backend, kind: .changes) }
+            // `v:<messages>,<reactions>,<receipts>` (or `v:<n>`): the messages version comes first.
+            let read = cursor.flatMap { Int64($0.rawValue.dropFirst(2).split(separator: ",").first ?? "") } ?? 0
+            if read >= newest { return }
+            guard ContinuousClock.now < deadline else {
+                throw BenchError("the bridge did not read back its burst within 60 s (version \(read) of \(newest))")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Messages bridged before the burst.
     static let warmUp = 20
 
@@ -57,7 +76,8 @@ enum BridgeScenario {
                 + "(\(publishChunk) sealed messages per request, one client, back to back); arrival = the row's created_at "
                 + "(server clock, same machine), rows found by polling the database every 10 ms; latency from the publish "
                 + "request's start; " + ingest
-            let pacedNote = "after the burst, \(paced) messages on the same running bridge at a steady \(pacedRate) msg/s "
+            let pacedNote = "after the burst (once the bridge has read back its own copies of it), \(paced) messages on the "
+                + "same running bridge at a steady \(pacedRate) msg/s "
                 + "(\(pacedPerTick) per request every \(pacedTick)); latency = the row's created_at − its request's start"
             let burstNote = "latency under the \(count)-message burst above: mostly time spent waiting in the backlog"
             return ([
@@ -94,6 +114,7 @@ enum BridgeScenario {
         let running = Task { await bridge.run() }
         do {
             let result = try await burst(group, database: database, room: room, count: count)
+            try await caughtUp(store, side: bridge.b, room: room, database: database)
             let steady = try await pacedLatencies(group, database: database, room: room, count: paced,
                                                   already: count + warmUp)
             await bridge.stop()
