@@ -28,7 +28,7 @@ public final class MemoryAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, 
     // MARK: Publishing
 
     /// Encodes the message as canonical JSON, with its remote ID for the client and content schemes; no network call.
-    public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+    nonisolated(nonsending) public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
         guard message.sender == localUser else {
             throw SwitchboardError(.invalidArgument, "message sender \(message.sender) is not the local user \(localUser)")
         }

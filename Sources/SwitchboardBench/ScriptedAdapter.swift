@@ -20,7 +20,7 @@ final class ScriptedAdapter: ChatAdapter, Sendable {
     var capabilities: AdapterCapabilities { inner.capabilities }
 
     /// Delegates to the inner adapter.
-    func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
         try await inner.prepare(message, noSend: noSend)
     }
     /// Delegates to the inner adapter.

@@ -291,7 +291,7 @@ public protocol ChatAdapter: AnyObject, Sendable {
     var capabilities: AdapterCapabilities { get }
 
     /// Encodes a message for publishing without any network call; gives the backend ID when the scheme knows it.
-    func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage
+    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage
     /// Publishes a prepared message; publishing it again is harmless.
     func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt
     /// Publishes several prepared messages in order.

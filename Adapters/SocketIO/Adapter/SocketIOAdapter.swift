@@ -76,7 +76,7 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     // MARK: prepare / publish
 
     /// Encodes the POST body; the server assigns the ID, so `remoteID` is nil until publish or echo.
-    public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+    nonisolated(nonsending) public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
         guard message.text.utf8.count <= capabilities.maxTextBytes else {
             throw SwitchboardError(.contentTooLarge, "text exceeds \(capabilities.maxTextBytes) bytes")
         }

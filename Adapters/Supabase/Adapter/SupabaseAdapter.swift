@@ -81,7 +81,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     // MARK: prepare / publish
 
     /// Encodes the message as its row; the backend ID is the row ID, known now.
-    public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+    nonisolated(nonsending) public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
         guard message.text.utf8.count <= capabilities.maxTextBytes else {
             throw SwitchboardError(.contentTooLarge, "text exceeds \(capabilities.maxTextBytes) bytes")
         }

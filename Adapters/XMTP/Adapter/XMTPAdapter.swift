@@ -112,7 +112,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
 
     /// Builds the content and its derived ID without the network; stores the row (Unpublished) and, unless
     /// `noSend`, an intent whose envelope is sealed now so every retry sends identical bytes.
-    public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+    nonisolated(nonsending) public func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
         guard message.text.utf8.count <= capabilities.maxTextBytes else {
             throw SwitchboardError(.contentTooLarge, "text exceeds \(capabilities.maxTextBytes) bytes")
         }
