@@ -20,6 +20,8 @@ final class RealtimeChangeFeed: Sendable {
     /// What the listener has seen: last id, recent gaps, column cache.
     private struct Progress {
         var lastSeen: Int64 = 0
+        /// The newest id of the last batch `dispatch` returned from (`position`).
+        var dispatched: Int64 = 0
         var gaps: [Int64: Date] = [:]
         var columns: [RealtimeTableName: [RealtimeColumn]] = [:]
         var lastPrune = Date()
@@ -54,12 +56,13 @@ final class RealtimeChangeFeed: Sendable {
         progress.withLock { state in
             state.columns = columns
             state.lastSeen = last.rows.first?.first.flatMap { $0.flatMap { Int64($0) } } ?? 0
+            state.dispatched = state.lastSeen
         }
         return Set(columns.keys)
     }
 
-    /// The id of the newest change-log row handed to `dispatch` so far.
-    var position: Int64 { progress.withLock { $0.lastSeen } }
+    /// The id of the newest change-log row whose batch `dispatch` has finished with.
+    var position: Int64 { progress.withLock { $0.dispatched } }
 
     /// Starts the listener thread.
     func start() {
@@ -142,6 +145,7 @@ final class RealtimeChangeFeed: Sendable {
                 }
             }
             if !batch.isEmpty { dispatch(batch) }
+            progress.withLock { $0.dispatched = $0.lastSeen }
             try pruneIfDue(connection)
             if result.rows.count < 200 { return }
         }
