@@ -97,18 +97,11 @@ struct RealtimeServerTests {
         return id
     }
 
-    /// Joins `topic` with a postgres_changes binding on the conversation; returns its id.
+    /// Joins `topic` with a postgres_changes binding on the conversation's messages; returns its id.
     private func subscribeMessages(_ socket: RealtimeTestSocket, topic: String, conversation: String,
                                    token: String) async throws -> Int64 {
-        let binding: JSONValue = ["event": "*", "schema": "public", "table": "messages",
-                                  "filter": .string("conversation_id=eq.\(conversation)")]
-        let reply = try await socket.join(topic, config: ["broadcast": ["self": false, "ack": false],
-                                                          "presence": ["key": "", "enabled": false],
-                                                          "postgres_changes": [binding], "private": false], token: token)
-        #expect(reply.payload["status"] == "ok")
-        let system = try await socket.next { $0.event == "system" && $0.topic == topic }
-        #expect(system.payload["status"] == "ok")
-        return try #require(reply.payload["response"]?["postgres_changes"]?.arrayValue?.first?["id"]?.intValue)
+        try await subscribeTable(socket, topic: topic, table: "messages", filter: "conversation_id=eq.\(conversation)",
+                                 token: token)
     }
 
     /// INSERT, UPDATE and DELETE reach a v2 subscriber, a large row arrives whole.
@@ -174,15 +167,19 @@ struct RealtimeServerTests {
         #expect(seen.isEmpty)
     }
 
-    /// Joins `topic` with one unfiltered postgres_changes binding on `table`.
-    private func subscribeTable(_ socket: RealtimeTestSocket, topic: String, table: String, token: String) async throws {
-        let binding: JSONValue = ["event": "*", "schema": "public", "table": .string(table)]
+    /// Joins `topic` with one postgres_changes binding on `table` (filtered when `filter` is given); returns its id.
+    @discardableResult
+    private func subscribeTable(_ socket: RealtimeTestSocket, topic: String, table: String, filter: String? = nil,
+                                token: String) async throws -> Int64 {
+        var binding: [(key: String, value: JSONValue)] = [("event", "*"), ("schema", "public"), ("table", .string(table))]
+        if let filter { binding.append(("filter", .string(filter))) }
         let reply = try await socket.join(topic, config: ["broadcast": ["self": false, "ack": false],
                                                           "presence": ["key": "", "enabled": false],
-                                                          "postgres_changes": [binding], "private": false], token: token)
+                                                          "postgres_changes": [.object(binding)], "private": false], token: token)
         #expect(reply.payload["status"] == "ok")
         let system = try await socket.next { $0.event == "system" && $0.topic == topic }
         #expect(system.payload["status"] == "ok")
+        return try #require(reply.payload["response"]?["postgres_changes"]?.arrayValue?.first?["id"]?.intValue)
     }
 
     /// One INSERT statement of messages (one transaction, so the listener reads them as one batch).

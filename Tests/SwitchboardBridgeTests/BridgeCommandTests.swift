@@ -22,15 +22,10 @@ struct BridgeCommandEndToEndTests {
         let cluster = try PostgresTestCluster.required()
         let servers = try await BridgeServers.start(databaseURL: try cluster.freshDatabase())
         let children = BridgeChildren()
-        do {
-            try await runKillsAndCuts(servers, children: children)
-        } catch {
+        try await withCleanup { try await runKillsAndCuts(servers, children: children) } cleanup: {
             await children.killAll()
             await servers.stop()
-            throw error
         }
-        await children.killAll()
-        await servers.stop()
     }
 
     /// The body of `killsAndCuts` (the caller stops the servers and the children).
@@ -114,13 +109,9 @@ struct BridgeCommandEndToEndTests {
     func workerTakeover() async throws {
         let cluster = try PostgresTestCluster.required()
         let servers = try await BridgeServers.start(databaseURL: try cluster.freshDatabase())
-        do {
-            try await runTakeover(servers, storeURL: try cluster.freshDatabase())
-        } catch {
+        try await withCleanup { try await runTakeover(servers, storeURL: try cluster.freshDatabase()) } cleanup: {
             await servers.stop()
-            throw error
         }
-        await servers.stop()
     }
 
     /// The body of `workerTakeover` (the caller stops the servers).

@@ -25,13 +25,7 @@ struct MigrationTests {
     @Test("10,000 messages: interrupted twice, resumed, re-run adds nothing, --verify clean, a tampered text is reported")
     func tenThousandMessages() async throws {
         let world = try await MigrationWorld.start()
-        do {
-            try await exercise(world)
-        } catch {
-            await world.stop()
-            throw error
-        }
-        await world.stop()
+        try await withCleanup { try await exercise(world) } cleanup: { await world.stop() }
     }
 
     private func exercise(_ world: MigrationWorld) async throws {

@@ -134,15 +134,10 @@ struct SocketBridgeCommandEndToEndTests {
     func killsAndOutages() async throws {
         let servers = try await SocketBridgeServers.start()
         let children = BridgeChildren()
-        do {
-            try await runKillsAndOutages(servers, children: children)
-        } catch {
+        try await withCleanup { try await runKillsAndOutages(servers, children: children) } cleanup: {
             await children.killAll()
             await servers.stop()
-            throw error
         }
-        await children.killAll()
-        await servers.stop()
     }
 
     /// The body of `killsAndOutages` (the caller stops the servers and the children).

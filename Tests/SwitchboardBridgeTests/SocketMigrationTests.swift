@@ -23,15 +23,10 @@ struct SocketMigrationTests {
     func socketToXMTP() async throws {
         let servers = try await SocketBridgeServers.start()
         let migration = SocketMigrationRun(servers: servers, fromSocket: true)
-        do {
-            try await exerciseSocketToXMTP(migration)
-        } catch {
+        try await withCleanup { try await exerciseSocketToXMTP(migration) } cleanup: {
             await migration.children.killAll()
             await servers.stop()
-            throw error
         }
-        await migration.children.killAll()
-        await servers.stop()
     }
 
     /// The body of `socketToXMTP` (the caller kills the children and stops the servers).
@@ -101,15 +96,10 @@ struct SocketMigrationTests {
     func xmtpToSocket() async throws {
         let servers = try await SocketBridgeServers.start()
         let migration = SocketMigrationRun(servers: servers, fromSocket: false)
-        do {
-            try await exerciseXMTPToSocket(migration)
-        } catch {
+        try await withCleanup { try await exerciseXMTPToSocket(migration) } cleanup: {
             await migration.children.killAll()
             await servers.stop()
-            throw error
         }
-        await migration.children.killAll()
-        await servers.stop()
     }
 
     /// The body of `xmtpToSocket` (the caller kills the children and stops the servers).
