@@ -216,9 +216,11 @@ public actor Bridge {
     /// other direction, first completes the batch in flight, so publishes keep their order.
     private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> PassResult {
         try Task.checkCancellation()
-        if let inFlight, inFlight.source.backend != source.backend { try await completeInFlight() }
+        // A batch in flight from the other side stays in flight while this page only holds its own copies coming
+        // back (settled echoes, which change nothing); it is completed before anything here is bridged.
+        let ownInFlight = inFlight.map { $0.source.backend == source.backend } ?? false
         let cursor: Cursor?
-        if let inFlight {
+        if let inFlight, ownInFlight {
             cursor = inFlight.cursor
         } else {
             cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
@@ -273,7 +275,9 @@ public actor Bridge {
             if stopping { try await completeInFlight() }
             return PassResult(moved: true, hasMore: batch.hasMore)
         }
-        try await completeInFlight()
+        // The previous page's batch from this side is recorded before this page's cursor; one from the other side
+        // has a cursor of its own and may stay in flight.
+        if ownInFlight { try await completeInFlight() }
         if batch.cursor != cursor {
             try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
         }
