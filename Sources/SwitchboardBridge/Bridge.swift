@@ -212,8 +212,9 @@ public actor Bridge {
     ///
     /// A page that ends with a batch of new messages leaves that batch's `publishAll` in flight: the next pass in
     /// the same direction reads and stages (prepares and persists) the next page meanwhile, then completes the
-    /// batch in flight and stores its cursor before publishing its own. Anything else that publishes, and the
-    /// other direction, first completes the batch in flight, so publishes keep their order.
+    /// batch in flight and stores its cursor before publishing its own. Anything else that publishes first
+    /// completes the batch in flight, so publishes keep their order; a pass of the other direction that only
+    /// reads the bridge's own copies coming back (settled echoes) leaves it in flight.
     private func pass(from source: BridgeSide, to target: BridgeSide) async throws -> PassResult {
         try Task.checkCancellation()
         // A batch in flight from the other side stays in flight while this page only holds its own copies coming
