@@ -125,6 +125,13 @@ final class WebSocketChannel: Sendable {
         try await write(WebSocketOutgoingFrame(opcode: opcode, payload: payload))
     }
 
+    /// Sends several text or binary messages, in order, as one write (one system call for the lot).
+    func send(messages: [(opcode: UInt8, payload: Data)]) async throws {
+        guard isOpen else { throw WebSocketError(.connectionClosed, "the connection is closing or closed") }
+        guard !messages.isEmpty else { return }
+        try await write(messages.map { WebSocketOutgoingFrame(opcode: $0.opcode, payload: $0.payload) })
+    }
+
     /// Sends a close frame unless one was sent already or the connection ended; does not wait for the answer.
     func close(code: WebSocketCloseCode, reason: String) async {
         guard let frame = machine.withLock({ $0.closeRequested(code: code, reason: reason) }) else { return }
@@ -178,18 +185,28 @@ final class WebSocketChannel: Sendable {
     }
 
     private func write(_ frame: WebSocketOutgoingFrame) async throws {
+        try await write([frame])
+    }
+
+    /// Writes `frames` back to back in one buffer (from Swift: on a Dispatch thread, under the connection lock).
+    private func write(_ frames: [WebSocketOutgoingFrame]) async throws {
         let written = await CivetwebLibrary.offloaded { [self] in
-            if sink.withLock({ $0 != nil }) { return writeToSink(frame) }
+            var bytes = Data()
+            for frame in frames { bytes.append(encode(frame)) }
+            if let sink = sink.withLock({ $0 }) { return sink.write(bytes) }
             return connection.withLock { handle -> Bool in
                 guard let handle else { return false }
-                return write(frame, on: handle.pointer)
+                return write(bytes, on: handle.pointer)
             }
         }
         guard written else { throw WebSocketError(.connectionClosed, "the connection is closed") }
     }
 
     private func write(_ frame: WebSocketOutgoingFrame, on pointer: OpaquePointer) -> Bool {
-        let bytes = encode(frame)
+        write(encode(frame), on: pointer)
+    }
+
+    private func write(_ bytes: Data, on pointer: OpaquePointer) -> Bool {
         // The same per-connection lock civetweb's own WebSocket writers take, so frames never interleave.
         mg_lock_connection(pointer)
         defer { mg_unlock_connection(pointer) }

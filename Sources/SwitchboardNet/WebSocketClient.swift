@@ -69,6 +69,12 @@ public final class WebSocketClient: Sendable {
         try await core.channel.send(opcode: WebSocketOpcode.binary, payload: binary)
     }
 
+    /// Sends text and binary messages in order as one write; a `.close` among them is refused (use `close`).
+    public func send(_ messages: [WebSocketFrame]) async throws {
+        try core.requireConnected()
+        try await core.channel.send(messages: try WebSocketFrame.wireMessages(messages))
+    }
+
     /// Sends a ping (at most 125 bytes; a unique payload when `nil`) and waits for its pong.
     public func ping(_ payload: Data? = nil) async throws {
         try core.requireConnected()

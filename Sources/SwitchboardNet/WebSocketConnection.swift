@@ -34,6 +34,12 @@ public final class WebSocketConnection: Sendable {
         try await channel.send(opcode: WebSocketOpcode.binary, payload: binary)
     }
 
+    /// Sends text and binary messages in order as one write, so a burst costs one system call rather than one
+    /// per message; a `.close` among them is refused (use `close(code:reason:)`).
+    public func send(_ messages: [WebSocketFrame]) async throws {
+        try await channel.send(messages: try WebSocketFrame.wireMessages(messages))
+    }
+
     /// Sends a close frame and waits (up to the server's `closeHandshakeTimeout`) for the peer's answer.
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
         await channel.close(code: code, reason: reason)

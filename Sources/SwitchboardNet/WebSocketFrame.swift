@@ -10,6 +10,19 @@ public enum WebSocketFrame: Sendable, Hashable {
     case close(code: WebSocketCloseCode, reason: String)
 }
 
+extension WebSocketFrame {
+    /// Text and binary messages as (opcode, payload) pairs for a batched send; a `.close` throws `invalidArgument`.
+    static func wireMessages(_ messages: [WebSocketFrame]) throws -> [(opcode: UInt8, payload: Data)] {
+        try messages.map { message in
+            switch message {
+            case .text(let text): (WebSocketOpcode.text, Data(text.utf8))
+            case .binary(let data): (WebSocketOpcode.binary, data)
+            case .close: throw WebSocketError(.invalidArgument, "a close frame cannot be batched; use close(code:reason:)")
+            }
+        }
+    }
+}
+
 /// A WebSocket close status code (RFC 6455 §7.4); any `UInt16` can be expressed, `isValidOnTheWire` says if it may be sent.
 public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, ExpressibleByIntegerLiteral, CustomStringConvertible {
     /// The numeric code.
@@ -89,6 +102,8 @@ public struct WebSocketError: Error, Sendable, Hashable, CustomStringConvertible
         public static let unsupported = Code("unsupported")
         /// A control-frame payload is longer than 125 bytes.
         public static let payloadTooLarge = Code("payloadTooLarge")
+        /// The call's arguments cannot be sent as given (a close frame in a batch of messages).
+        public static let invalidArgument = Code("invalidArgument")
     }
 
     /// The kind of failure.

@@ -336,6 +336,43 @@ extension NetworkSuites {
             }
         }
 
+        @Test("a batch of messages sent as one write arrives as separate messages, in order, both ways; a close in a batch is refused")
+        func batchedSends() async throws {
+            let server = HTTPServer()
+            let refusal = Mutex<WebSocketError?>(nil)
+            server.webSocket("/ws") { connection in
+                for await frame in connection.frames {
+                    guard case .text(let text) = frame else { continue }
+                    if text == "burst" {
+                        do {
+                            try await connection.send([.text("close"), .close(code: .normalClosure, reason: "")])
+                        } catch let error as WebSocketError {
+                            refusal.withLock { $0 = error }
+                        } catch {}
+                        try? await connection.send([.text("one"), .binary(Data([1, 2, 3])), .text(String(repeating: "ü", count: 40_000))])
+                    } else {
+                        try? await connection.send(text: "echo:" + text)
+                    }
+                }
+            }
+            let port = try server.start()
+            defer { Task { await server.stop() } }
+            let client = WebSocketClient()
+            try await client.connect(url: URL(string: "ws://127.0.0.1:\(port)/ws")!)
+            var frames = client.frames.makeAsyncIterator()
+            try await client.send(text: "burst")
+            #expect(await frames.next() == .text("one"))
+            #expect(await frames.next() == .binary(Data([1, 2, 3])))
+            #expect(await frames.next() == .text(String(repeating: "ü", count: 40_000)))
+            #expect(refusal.withLock { $0?.code } == .invalidArgument)
+            try await client.send([.text("a"), .text("b"), .text("c")])
+            #expect(await frames.next() == .text("echo:a"))
+            #expect(await frames.next() == .text("echo:b"))
+            #expect(await frames.next() == .text("echo:c"))
+            await #expect(throws: WebSocketError.self) { try await client.send([.close(code: .normalClosure, reason: "")]) }
+            await client.close()
+        }
+
         @Test("stop() sends 1001 to open WebSockets and returns promptly")
         func stopClosesWebSockets() async throws {
             let server = HTTPServer()
