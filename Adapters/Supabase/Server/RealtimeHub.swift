@@ -176,42 +176,60 @@ final class RealtimeHub: Sendable {
         return visible
     }
 
-    /// Writes queued frames to the socket until the queue ends, the socket fails or a close is requested.
+    /// Writes queued frames to the socket until the queue ends, the socket fails or a close is requested: every
+    /// message queued since the last write goes out in one write (a burst of changes costs one system call, not
+    /// one per change), in queue order.
     private static func drain(_ outbox: RealtimeOutbox, into connection: WebSocketConnection) async {
-        for await frame in outbox.frames {
+        while let batch = await outbox.next() {
             if outbox.isOverflowed {
                 await connection.close(code: .policyViolation, reason: "client too slow")
                 return
             }
-            do {
+            var messages: [WebSocketFrame] = []
+            messages.reserveCapacity(batch.count)
+            for frame in batch {
                 switch frame {
-                case .text(let text): try await connection.send(text: text)
-                case .binary(let bytes): try await connection.send(binary: Data(bytes))
+                case .text(let text): messages.append(.text(text))
+                case .binary(let bytes): messages.append(.binary(Data(bytes)))
                 case .close(let code, let reason):
+                    try? await connection.send(messages)
                     await connection.close(code: WebSocketCloseCode(rawValue: code), reason: reason)
                     return
                 }
+            }
+            do {
+                try await connection.send(messages)
             } catch {
                 return
             }
-            outbox.sent()
+            outbox.sent(batch.count)
         }
     }
 }
 
-/// One socket's outbound queue: unbounded stream, but a socket more than `limit` frames behind is closed.
+/// One socket's outbound queue: unbounded, but a socket more than `limit` frames behind is closed.
 final class RealtimeOutbox: Sendable {
     /// The most frames allowed to wait before the socket is considered too slow.
     static let limit = 10_000
-    /// The queued frames, in order.
-    let frames: AsyncStream<RealtimeOutboundFrame>
-    private let continuation: AsyncStream<RealtimeOutboundFrame>.Continuation
+    /// The most frames handed to the writer at once.
+    static let batchLimit = 256
+
+    private struct Queue {
+        var frames: [RealtimeOutboundFrame] = []
+        var head = 0
+        var finished = false
+    }
+
+    private let queue = Mutex(Queue())
+    /// Signals the writer that frames (or the end) arrived; holds at most one signal.
+    private let signals: AsyncStream<Void>
+    private let signal: AsyncStream<Void>.Continuation
     private let pending = Atomic<Int>(0)
     private let overflowed = Atomic<Bool>(false)
 
     /// An empty queue.
     init() {
-        (frames, continuation) = AsyncStream.makeStream(of: RealtimeOutboundFrame.self, bufferingPolicy: .unbounded)
+        (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Whether the queue overflowed (the writer then closes the socket).
@@ -220,12 +238,44 @@ final class RealtimeOutbox: Sendable {
     /// Queues a frame (never blocks).
     func enqueue(_ frame: RealtimeOutboundFrame) {
         if pending.add(1, ordering: .relaxed).newValue > Self.limit { overflowed.store(true, ordering: .relaxed) }
-        continuation.yield(frame)
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.finished else { return false }
+            queue.frames.append(frame)
+            return true
+        }
+        if accepted { signal.yield() }
     }
 
-    /// Records that one frame was written.
-    func sent() { pending.subtract(1, ordering: .relaxed) }
+    /// The frames queued so far (up to `batchLimit`, oldest first), waiting while there are none; nil once the
+    /// queue is finished and empty.
+    func next() async -> [RealtimeOutboundFrame]? {
+        var iterator = signals.makeAsyncIterator()
+        while true {
+            let (batch, finished) = queue.withLock { queue -> ([RealtimeOutboundFrame], Bool) in
+                let end = min(queue.frames.count, queue.head + Self.batchLimit)
+                let batch = Array(queue.frames[queue.head..<end])
+                queue.head = end
+                if queue.head == queue.frames.count {
+                    queue.frames.removeAll(keepingCapacity: true)
+                    queue.head = 0
+                } else if queue.head > 4096 {
+                    queue.frames.removeFirst(queue.head)
+                    queue.head = 0
+                }
+                return (batch, queue.finished)
+            }
+            if !batch.isEmpty { return batch }
+            if finished { return nil }
+            guard await iterator.next() != nil else { return nil }
+        }
+    }
+
+    /// Records that `count` frames were written.
+    func sent(_ count: Int) { pending.subtract(count, ordering: .relaxed) }
 
     /// Ends the queue; the writer stops after the frames already queued.
-    func finish() { continuation.finish() }
+    func finish() {
+        queue.withLock { $0.finished = true }
+        signal.yield()
+    }
 }
