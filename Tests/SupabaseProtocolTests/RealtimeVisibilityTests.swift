@@ -66,8 +66,8 @@ struct RealtimeVisibilityTests {
         let queries = RealtimeVisibility.queries(for: [0, 2], of: changes)
         #expect(queries.count == 1)
         let query = queries[0]
-        #expect(query.sql == "SELECT v.i FROM (VALUES (0, $1::\"uuid\"), (1, $2::\"uuid\")) AS v(i, k0) WHERE EXISTS "
-            + "(SELECT 1 FROM \"public\".\"messages\" AS \"row\" WHERE \"row\".\"id\" = v.k0)")
+        #expect(query.sql == "SELECT v.i FROM (VALUES (0, $1::\"uuid\"), (1, $2::\"uuid\")) AS v(i, k0) CROSS JOIN LATERAL "
+            + "(SELECT 1 FROM \"public\".\"messages\" AS \"row\" WHERE \"row\".\"id\" = v.k0 LIMIT 1) AS found")
         #expect(query.parameters == ["a", "c"])
         #expect(query.changes == [0, 2])
         #expect(query.visibleChanges(in: [["1"]]) == [2])
@@ -80,9 +80,9 @@ struct RealtimeVisibilityTests {
         let queries = RealtimeVisibility.queries(for: [0, 1], of: changes)
         #expect(queries.count == 1)
         #expect(queries[0].sql == "SELECT v.i FROM (VALUES (0, $1::\"uuid\", $2::\"text\", $3::\"text\"), "
-            + "(1, $4::\"uuid\", $5::\"text\", $6::\"text\")) AS v(i, k0, k1, k2) WHERE EXISTS (SELECT 1 FROM "
+            + "(1, $4::\"uuid\", $5::\"text\", $6::\"text\")) AS v(i, k0, k1, k2) CROSS JOIN LATERAL (SELECT 1 FROM "
             + "\"public\".\"reactions\" AS \"row\" WHERE \"row\".\"message_id\" = v.k0 AND \"row\".\"user_id\" = v.k1 "
-            + "AND \"row\".\"symbol\" = v.k2)")
+            + "AND \"row\".\"symbol\" = v.k2 LIMIT 1) AS found")
         #expect(queries[0].parameters == ["m1", "alice", "+1", "m2", "bob", "<3"])
     }
 
@@ -117,8 +117,8 @@ struct RealtimeVisibilityTests {
                                     columns: [RealtimeColumn(name: "k\"ey", type: "my\"type")],
                                     record: ["k\"ey": .null], oldRecord: nil, primaryKey: [(column: "k\"ey", value: .null)])
         let query = RealtimeVisibility.queries(for: [0], of: [change])[0]
-        #expect(query.sql == "SELECT v.i FROM (VALUES (0, $1::\"my\"\"type\")) AS v(i, k0) WHERE EXISTS (SELECT 1 FROM "
-            + "\"public\".\"we\"\"ird\" AS \"row\" WHERE \"row\".\"k\"\"ey\" = v.k0)")
+        #expect(query.sql == "SELECT v.i FROM (VALUES (0, $1::\"my\"\"type\")) AS v(i, k0) CROSS JOIN LATERAL (SELECT 1 FROM "
+            + "\"public\".\"we\"\"ird\" AS \"row\" WHERE \"row\".\"k\"\"ey\" = v.k0 LIMIT 1) AS found")
         #expect(query.parameters == [nil])
     }
 }

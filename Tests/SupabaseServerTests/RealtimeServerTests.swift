@@ -332,6 +332,33 @@ struct RealtimeServerTests {
         #expect(Set(serviceVisible) == [0, 1, 2, 3, 4, 6])
     }
 
+    /// A batch's visibility query probes the primary key per change: its cost follows the batch, not the table.
+    @Test("a batched visibility query probes the primary key instead of scanning the table")
+    func batchedVisibilityUsesTheKey() async throws {
+        let server = try SupabaseTestServer.required()
+        let user = "hana-\(UUID().uuidString.prefix(8))"
+        let room = try await conversation(server, members: [user])
+        try await server.sql("INSERT INTO messages (conversation_id, sender_id, body) SELECT $1::uuid, 'x', 'm' || n "
+                             + "FROM generate_series(1, 5000) AS n", [room])
+        try await server.sql("ANALYZE messages")
+        let keys = try await server.sql("SELECT id::text FROM messages WHERE conversation_id = $1::uuid LIMIT 200", [room])
+        let table = RealtimeTableName(schema: "public", table: "messages")
+        let changes = keys.rows.compactMap { $0.first ?? nil }.map { id in
+            RealtimeChange(table: table, type: "INSERT", commitTimestamp: "", columns: [RealtimeColumn(name: "id", type: "uuid")],
+                           record: ["id": .string(id)], oldRecord: nil, primaryKey: [(column: "id", value: .string(id))])
+        }
+        let query = try #require(RealtimeVisibility.queries(for: Array(changes.indices), of: changes).first)
+        #expect(query.changes.count == 200)
+        let claims = JWTClaims(object: ["role": "authenticated", "sub": .string(user)])
+        let (plan, visible) = try await server.context.transaction(as: RequestIdentity(claims: claims)) { connection in
+            let plan = try connection.query("EXPLAIN " + query.sql, query.parameters).rows.compactMap { $0.first ?? nil }
+            return (plan.joined(separator: "\n"), query.visibleChanges(in: try connection.query(query.sql, query.parameters).rows))
+        }
+        #expect(visible.count == 200)
+        #expect(plan.contains("Index Scan"), "\(plan)")
+        #expect(!plan.contains("Seq Scan on messages"), "\(plan)")
+    }
+
     /// A garbage frame closes only that socket; broadcast still flows between the others.
     @Test("a garbage frame closes only that socket; broadcast still flows between the others")
     func garbageClosesOnlyThatSocket() async throws {

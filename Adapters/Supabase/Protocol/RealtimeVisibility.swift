@@ -138,8 +138,11 @@ public enum RealtimeVisibility {
         let conditions = keys.enumerated().map { offset, column in
             "\"row\".\(PostgRESTSQLBuilder.quoteIdentifier(column.name)) = v.k\(offset)"
         }.joined(separator: " AND ")
-        let sql = "SELECT v.i FROM (VALUES " + rows.joined(separator: ", ") + ") AS v(\(aliases)) WHERE EXISTS (SELECT 1 FROM "
-            + qualified(table) + " AS \"row\" WHERE " + conditions + ")"
+        // A LATERAL probe per key (LIMIT 1 keeps it a parameterised index scan): as `WHERE EXISTS`, the planner,
+        // which cannot estimate the policy's filter, joined the keys to a sequential scan of the whole table, so
+        // every batch of changes cost a pass over, say, every message ever sent.
+        let sql = "SELECT v.i FROM (VALUES " + rows.joined(separator: ", ") + ") AS v(\(aliases)) CROSS JOIN LATERAL (SELECT 1 FROM "
+            + qualified(table) + " AS \"row\" WHERE " + conditions + " LIMIT 1) AS found"
         return Query(sql: sql, parameters: parameters, changes: indices)
     }
 
