@@ -215,6 +215,29 @@ struct RealtimeServerTests {
         #expect(seen == ["\(tag)-1", "\(tag)-2", "\(tag)-3", "\(tag)-4"])
     }
 
+    /// Change-log ids crossing a power of ten inside one batch (…998, …999, 1…000) keep their order: the batch is
+    /// ordered by the numeric id, not by its text.
+    @Test("a batch whose log ids cross a power of ten arrives in commit order")
+    func batchAcrossPowerOfTen() async throws {
+        let server = try SupabaseTestServer.required()
+        let user = "ines-\(UUID().uuidString.prefix(8))"
+        let room = try await conversation(server, members: [user])
+        let socket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        defer { Task { await socket.close() } }
+        _ = try await subscribeMessages(socket, topic: "realtime:decade", conversation: room,
+                                    token: server.token(role: "authenticated", sub: user))
+        let next = try await server.sql("SELECT last_value::text FROM realtime.change_log_id_seq")
+        let current = Int64(try #require(next.rows.first?.first ?? nil)) ?? 0
+        var power: Int64 = 10
+        while power - 5 <= current { power *= 10 }
+        try await server.sql("SELECT setval('realtime.change_log_id_seq', $1::bigint)", [String(power - 5)])
+        let tag = UUID().uuidString.prefix(8)
+        try await insertMessages(server, (0..<10).map { (room, "\(tag)-\($0)") })
+        try await insertMessages(server, [(room, "end-\(tag)")])
+        _ = try await socket.next { $0.payload["data"]?["record"]?["body"]?.stringValue == "end-\(tag)" }
+        #expect(bodies(socket, topic: "realtime:decade").filter { $0.hasPrefix(tag) } == (0..<10).map { "\(tag)-\($0)" })
+    }
+
     /// Two subscribers with different identities (and a service-role one) on one batch each get their own rows.
     @Test("row-level security in a batch: two identities and the service role each get their own rows, in order")
     func rlsBatchTwoIdentities() async throws {

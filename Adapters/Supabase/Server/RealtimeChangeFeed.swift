@@ -10,12 +10,14 @@ import SwitchboardPostgres
 /// `realtime.change_log` and notifies only the log id, so rows larger than a NOTIFY payload still arrive whole.
 /// The listener (its own connection) wakes on a notification or every second, reads every row after the last
 /// one seen (plus recent gaps, for transactions that committed out of id order) and hands each batch read (up to
-/// 200 changes, in id order) to `dispatch`.
+/// `batchLimit` new changes and the gaps found, in id order) to `dispatch`.
 final class RealtimeChangeFeed: Sendable {
     /// The NOTIFY channel the trigger signals.
     static let channel = "switchboard_realtime"
     /// Log rows older than this are pruned.
     static let retention = "10 minutes"
+    /// The most new log rows one read takes (gaps come on top).
+    static let batchLimit = 200
 
     /// What the listener has seen: last id, recent gaps, column cache.
     private struct Progress {
@@ -112,13 +114,17 @@ final class RealtimeChangeFeed: Sendable {
                 state.gaps = state.gaps.filter { now.timeIntervalSince($0.value) < 10 }
                 return (state.lastSeen, state.gaps.keys.sorted())
             }
+            // The next `batchLimit` ids by the primary key (an index range scan, whatever the backlog) plus the
+            // gaps, ordered by the bigint id. (Ordering by the output column `"id"::text` sorted as text, so a
+            // batch crossing 99…9 → 100…0 was delivered out of order, and every read sorted the whole backlog.)
             let result = try connection.query("""
                 SELECT "id"::text, "schema_name", "table_name", "change_type", "record"::text, "old_record"::text,
                        array_to_json("pk_columns")::text,
                        to_char("committed_at" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-                FROM "realtime"."change_log"
-                WHERE "id" > $1::bigint OR "id" = ANY($2::bigint[])
-                ORDER BY "id" LIMIT 200
+                FROM ((SELECT * FROM "realtime"."change_log" WHERE "id" > $1::bigint ORDER BY "id" LIMIT \(Self.batchLimit))
+                      UNION ALL
+                      (SELECT * FROM "realtime"."change_log" WHERE "id" = ANY($2::bigint[]) AND "id" <= $1::bigint)) AS "batch"
+                ORDER BY "batch"."id"
                 """, [String(lastSeen), "{" + gaps.map(String.init).joined(separator: ",") + "}"])
             var batch: [RealtimeChange] = []
             batch.reserveCapacity(result.rows.count)
@@ -147,7 +153,7 @@ final class RealtimeChangeFeed: Sendable {
             if !batch.isEmpty { dispatch(batch) }
             progress.withLock { $0.dispatched = $0.lastSeen }
             try pruneIfDue(connection)
-            if result.rows.count < 200 { return }
+            if result.rows.count < Self.batchLimit { return }
         }
     }
 
