@@ -305,6 +305,33 @@ struct ChatSchemaRLSTests {
         #expect(receipt == [[fixture.conversation]])
     }
 
+    /// A delta-sync read of a quiet conversation probes its own (conversation, version) range, however much
+    /// newer traffic other conversations have.
+    @Test("a conversation's change read uses its (conversation, version) index, not the global version order")
+    func changeReadFollowsTheConversation() throws {
+        let fixture = try fixture()
+        let busy = try #require(
+            try fixture.connection.query("INSERT INTO conversations (title) VALUES ('busy') RETURNING id").rows.first?[0] ?? nil)
+        try fixture.connection.query("INSERT INTO members (conversation_id, user_id) VALUES ($1, 'alice')", [busy])
+        // The quiet conversation has a history of its own (so it is not rare enough for the planner to start
+        // from it), then the busy one takes 5,000 newer changes.
+        func seed(_ conversation: String) throws {
+            try act(fixture.connection, as: "server", role: "service_role") { connection in
+                try connection.query("INSERT INTO messages (conversation_id, sender_id, body) SELECT $1::uuid, 'alice', 'm' || n "
+                                     + "FROM generate_series(1, 5000) AS n", [conversation])
+            }
+        }
+        try seed(fixture.conversation)
+        let cursor = try #require(try fixture.connection.query("SELECT max(version)::text FROM messages").rows.first?[0] ?? nil)
+        try seed(busy)
+        try fixture.connection.execute("ANALYZE messages")
+        let plan = try act(fixture.connection, as: "alice") { connection in
+            try connection.query("EXPLAIN SELECT * FROM public.messages WHERE conversation_id = $1::uuid AND version > $2::bigint "
+                                 + "ORDER BY version LIMIT 500", [fixture.conversation, cursor]).rows.compactMap { $0.first ?? nil }
+        }.joined(separator: "\n")
+        #expect(plan.contains("messages_conversation_version_idx"), "\(plan)")
+    }
+
     @Test("versions commit in order: a second writer waits for the first to commit, then gets a larger version")
     func versionsCommitInOrder() throws {
         let fixture = try fixture()

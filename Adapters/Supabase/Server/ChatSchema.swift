@@ -54,6 +54,13 @@ public enum ChatSchema {
         CREATE INDEX IF NOT EXISTS messages_conversation_version_idx ON public.messages (conversation_id, version);
         CREATE INDEX IF NOT EXISTS reactions_conversation_version_idx ON public.reactions (conversation_id, version);
         CREATE INDEX IF NOT EXISTS receipts_conversation_version_idx ON public.receipts (conversation_id, version);
+
+        -- Every change read names its conversation. With a version-only index next to these, the planner read a
+        -- quiet conversation's `version > N ORDER BY version LIMIT n` along the global version order, passing
+        -- every newer change of every other conversation (its cost followed the server's traffic, not the gap).
+        DROP INDEX IF EXISTS public.messages_version_idx;
+        DROP INDEX IF EXISTS public.reactions_version_idx;
+        DROP INDEX IF EXISTS public.receipts_version_idx;
         """
 
     private static let roles = """
@@ -144,7 +151,6 @@ public enum ChatSchema {
         );
         CREATE INDEX IF NOT EXISTS messages_conversation_created_idx
           ON public.messages (conversation_id, created_at, id);
-        CREATE INDEX IF NOT EXISTS messages_version_idx ON public.messages (version);
 
         CREATE TABLE IF NOT EXISTS public.reactions (
           message_id uuid NOT NULL REFERENCES public.messages (id) ON DELETE CASCADE,
@@ -154,7 +160,6 @@ public enum ChatSchema {
           version bigint NOT NULL,
           PRIMARY KEY (message_id, user_id, symbol)
         );
-        CREATE INDEX IF NOT EXISTS reactions_version_idx ON public.reactions (version);
 
         CREATE TABLE IF NOT EXISTS public.receipts (
           message_id uuid NOT NULL REFERENCES public.messages (id) ON DELETE CASCADE,
@@ -164,7 +169,6 @@ public enum ChatSchema {
           version bigint NOT NULL,
           PRIMARY KEY (message_id, user_id)
         );
-        CREATE INDEX IF NOT EXISTS receipts_version_idx ON public.receipts (version);
         """
 
     private static let versions = """
