@@ -99,6 +99,14 @@ final class BenchServers: Sendable {
     /// chat tables, so a phase pays neither for the previous phase's changes still being fanned out nor for an
     /// autovacuum the previous phase's rows set off.
     func settle() async throws {
+        try await feedCaughtUp()
+        let database = try BareCopyConnection(url: try databaseURL())
+        _ = try database.query("VACUUM ANALYZE public.messages, public.reactions, public.receipts, realtime.change_log", [])
+    }
+
+    /// Waits (up to 60 s) until the Supabase-like server's realtime feed has dispatched every change logged so far,
+    /// so a phase's measured cost includes the fan-out of what it wrote.
+    func feedCaughtUp() async throws {
         let database = try BareCopyConnection(url: try databaseURL())
         let newest = Int64(try database.query("SELECT coalesce(max(id), 0)::text FROM realtime.change_log", []).first ?? "") ?? 0
         let deadline = ContinuousClock.now + .seconds(60)
@@ -106,9 +114,8 @@ final class BenchServers: Sendable {
             guard ContinuousClock.now < deadline else {
                 throw BenchError("the realtime feed did not catch up with change \(newest) within 60 s")
             }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: .milliseconds(5))
         }
-        _ = try database.query("VACUUM ANALYZE public.messages, public.reactions, public.receipts, realtime.change_log", [])
     }
 
     // MARK: Supabase side

@@ -11,6 +11,9 @@ import SwitchboardStore
 /// request start → the row's `created_at`, found by polling the server's database). Baseline: the
 /// slower of the two backends' raw ingest of N messages from one client, measured in the same run.
 ///
+/// The burst's cost is also stated as the whole machine's busy CPU time per message, next to the same measure of
+/// the Supabase-like raw ingest: on one two-core machine the bridge pays for both servers, PostgreSQL and itself.
+///
 /// A burst's latency is mostly waiting in the backlog, so the latency goal is measured in a second phase on the
 /// same running bridge: messages published at a steady `pacedRate` (`pacedPerTick` per request, a request every
 /// `pacedTick`), the load of a busy conversation, well below the bridge's throughput.
@@ -52,10 +55,12 @@ enum BridgeScenario {
             let paced = max(10, count / 10)
             var rates: [Double] = [], p50: [Double] = [], p99: [Double] = [], pacedP50: [Double] = [], pacedP99: [Double] = []
             var baselines: [Double] = [], supabaseIngest: [Double] = [], xmtpIngest: [Double] = []
+            var burstCPU: [Double] = [], supabaseCPU: [Double] = [], xmtpCPU: [Double] = []
             for run in 0..<options.runs {
                 try await servers.settle()
                 let relayed = try await relay(servers, count: count, paced: paced, run: run)
                 rates.append(relayed.rate)
+                if let cpu = relayed.cpu { burstCPU.append(cpu) }
                 p50.append(BenchStatistics.percentile(relayed.latencies, 50) * 1000)
                 p99.append(BenchStatistics.percentile(relayed.latencies, 99) * 1000)
                 pacedP50.append(BenchStatistics.percentile(relayed.paced, 50) * 1000)
@@ -64,9 +69,11 @@ enum BridgeScenario {
                 let supabase = try await supabaseIngestRate(servers, count: count)
                 try await servers.settle()
                 let xmtp = try await xmtpIngestRate(servers, count: count)
-                supabaseIngest.append(supabase)
-                xmtpIngest.append(xmtp)
-                baselines.append(min(supabase, xmtp))
+                supabaseIngest.append(supabase.rate)
+                xmtpIngest.append(xmtp.rate)
+                if let cpu = supabase.cpu { supabaseCPU.append(cpu) }
+                if let cpu = xmtp.cpu { xmtpCPU.append(cpu) }
+                baselines.append(min(supabase.rate, xmtp.rate))
             }
             let ingest = "raw ingest medians: Supabase-like \(BenchFormat.number(BenchSummary(supabaseIngest).median)) msg/s "
                 + "(the bridge's write: SupabaseAdapter.publishAll, a bulk upsert), XMTP-like "
@@ -80,6 +87,19 @@ enum BridgeScenario {
                 + "same running bridge at a steady \(pacedRate) msg/s "
                 + "(\(pacedPerTick) per request every \(pacedTick)); latency = the row's created_at − its request's start"
             let burstNote = "latency under the \(count)-message burst above: mostly time spent waiting in the backlog"
+            let cpuNote = "busy CPU time of the whole machine (/proc/stat: every process, both servers and PostgreSQL "
+                + "included) from the burst's first publish until its last row was committed and fanned out, per message; baseline = the same "
+                + "for the Supabase-like raw ingest alone (XMTP-like raw ingest: "
+                + "\(BenchFormat.number(BenchSummary(xmtpCPU).median)) µs/msg); on one machine the bridge pays for both "
+                + "servers' work, its own, and the realtime echo of every copy"
+            var cpuFigures: [BenchFigure] = []
+            if !burstCPU.isEmpty, !supabaseCPU.isEmpty {
+                cpuFigures.append(BenchFigure(scenario: "bridge", figure: "machine CPU per message in the burst", unit: "µs",
+                                              summary: BenchSummary(burstCPU),
+                                              baseline: BenchBaseline(name: "Supabase-like raw ingest, same measure", unit: "µs",
+                                                                      summary: BenchSummary(supabaseCPU)),
+                                              goal: .none, note: cpuNote))
+            }
             return ([
                 BenchFigure(scenario: "bridge", figure: "XMTP-like → Supabase-like", unit: "msg/s", summary: BenchSummary(rates),
                             baseline: BenchBaseline(name: "slower backend's raw ingest", unit: "msg/s",
@@ -92,14 +112,14 @@ enum BridgeScenario {
                 BenchFigure(scenario: "bridge", figure: "latency p50 in the burst", unit: "ms", summary: BenchSummary(p50),
                             note: burstNote),
                 BenchFigure(scenario: "bridge", figure: "latency p99 in the burst", unit: "ms", summary: BenchSummary(p99)),
-            ], [])
+            ] + cpuFigures, [])
         }
     }
 
     /// One bridged burst then a paced phase: the burst's messages/s and per-message latencies, and the paced
     /// phase's latencies, in seconds.
     static func relay(_ servers: BenchServers, count: Int, paced: Int,
-                      run: Int) async throws -> (rate: Double, latencies: [Double], paced: [Double]) {
+                      run: Int) async throws -> (rate: Double, latencies: [Double], paced: [Double], cpu: Double?) {
         let group = try await servers.makeGroup(creator: "dave", members: ["bridge"])
         let bridgeUser: UserID = "bridge", reader: UserID = "reader"
         let room = try await servers.supabaseHarness.createConversation(title: "bench-bridge", members: [bridgeUser, reader])
@@ -113,14 +133,14 @@ enum BridgeScenario {
         let database = try BareCopyConnection(url: try servers.databaseURL())
         let running = Task { await bridge.run() }
         do {
-            let result = try await burst(group, database: database, room: room, count: count)
+            let result = try await burst(group, servers: servers, database: database, room: room, count: count)
             try await caughtUp(store, side: bridge.b, room: room, database: database)
             let steady = try await pacedLatencies(group, database: database, room: room, count: paced,
                                                   already: count + warmUp)
             await bridge.stop()
             running.cancel()
             await running.value
-            return (result.rate, result.latencies, steady)
+            return (result.rate, result.latencies, steady, result.cpu)
         } catch {
             await bridge.stop()
             running.cancel()
@@ -145,9 +165,11 @@ enum BridgeScenario {
     }
 
     /// Bridges a warm-up, then publishes `count` messages and polls the database until all their rows are
-    /// committed; latency = a row's `created_at` (the server's clock, same machine) − its publish request's start.
-    private static func burst(_ group: BenchGroup, database: BareCopyConnection, room: ConversationID,
-                              count: Int) async throws -> (rate: Double, latencies: [Double]) {
+    /// committed; latency = a row's `created_at` (the server's clock, same machine) − its publish request's start;
+    /// cpu = the machine's busy CPU microseconds per message from the first publish until the last row is in and
+    /// the realtime feed has fanned out every change (nil without `/proc/stat`).
+    private static func burst(_ group: BenchGroup, servers: BenchServers, database: BareCopyConnection, room: ConversationID,
+                              count: Int) async throws -> (rate: Double, latencies: [Double], cpu: Double?) {
         let http = HTTPClient()
         let warm = try group.sealedTexts(warmUp, label: "warm-up")
         try await group.sendAll(warm.map(\.item), chunk: publishChunk, http: http)
@@ -158,6 +180,7 @@ enum BridgeScenario {
         let keys = sealed.map(\.key), items = sealed.map(\.item)
         var sentAt: [Date] = []
         sentAt.reserveCapacity(count)
+        let cpu = MachineCPU.Mark()
         for start in stride(from: 0, to: count, by: publishChunk) {
             let end = min(count, start + publishChunk)
             sentAt += Array(repeating: Date(), count: end - start)
@@ -168,6 +191,8 @@ enum BridgeScenario {
         guard try await poll(seconds: limit, { try crossed(keys[count - 1], expected: expected, in: room, database) }) else {
             throw BenchError("only \(try rows(in: room, database) - warm.count) of \(count) messages crossed the bridge within \(limit) s")
         }
+        try await servers.feedCaughtUp()
+        let cpuPerMessage = cpu.microseconds(per: count)
         let created = try createdTimes(in: room, database)
         var latencies: [Double] = []
         latencies.reserveCapacity(count)
@@ -177,7 +202,7 @@ enum BridgeScenario {
             last = max(last, time)
             latencies.append(time - sentAt[index].timeIntervalSince1970)
         }
-        return (Double(count) / (last - sentAt[0].timeIntervalSince1970), latencies)
+        return (Double(count) / (last - sentAt[0].timeIntervalSince1970), latencies, cpuPerMessage)
     }
 
     /// Publishes `count` messages at `pacedRate` (each request scheduled from the phase's start, not from the end
@@ -233,11 +258,12 @@ enum BridgeScenario {
 
     /// Messages/s of the Supabase-like server taking `count` bridge-shaped rows from one client the way the bridge
     /// writes them: prepared by the bridge account's adapter and sent with `publishAll` (bulk upserts).
-    static func supabaseIngestRate(_ servers: BenchServers, count: Int) async throws -> Double {
+    static func supabaseIngestRate(_ servers: BenchServers, count: Int) async throws -> (rate: Double, cpu: Double?) {
         let user: UserID = "bridge"
         let room = try await servers.supabaseHarness.createConversation(title: "bench-ingest", members: [user, "reader"])
         let adapter = servers.supabaseAdapter(user)
         let sentAt = Date()
+        let cpu = MachineCPU.Mark()
         let (receipts, seconds) = try await measure { () async throws -> [PublishReceipt] in
             var prepared: [PreparedMessage] = []
             prepared.reserveCapacity(count)
@@ -250,16 +276,19 @@ enum BridgeScenario {
             }
             return try await adapter.publishAll(prepared)
         }
+        try await servers.feedCaughtUp()
+        let cpuPerMessage = cpu.microseconds(per: count)
         guard receipts.count == count else { throw BenchError("Supabase ingest returned \(receipts.count) receipts for \(count)") }
-        return Double(count) / seconds
+        return (Double(count) / seconds, cpuPerMessage)
     }
 
     /// Messages/s of the XMTP-like node taking `count` sealed messages from one client, `publishChunk` per request.
-    static func xmtpIngestRate(_ servers: BenchServers, count: Int) async throws -> Double {
+    static func xmtpIngestRate(_ servers: BenchServers, count: Int) async throws -> (rate: Double, cpu: Double?) {
         let group = try await servers.makeGroup(creator: "ingest", members: [])
         let items = try group.sealedTexts(count, label: "ingest").map(\.item)
         let http = HTTPClient()
+        let cpu = MachineCPU.Mark()
         let ((), seconds) = try await measure { try await group.sendAll(items, chunk: publishChunk, http: http) }
-        return Double(count) / seconds
+        return (Double(count) / seconds, cpu.microseconds(per: count))
     }
 }

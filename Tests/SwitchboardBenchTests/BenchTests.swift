@@ -20,6 +20,21 @@ import Testing
         #expect(BenchStatistics.percentile([7], 99) == 7)
     }
 
+    /// The machine's busy CPU time grows while this process spins, and a mark turns it into µs per item.
+    @Test func machineCPU() throws {
+        let before = try #require(MachineCPU.busySeconds())
+        let mark = MachineCPU.Mark()
+        let clock = ContinuousClock()
+        let start = clock.now
+        var spin = 0
+        while clock.now - start < .milliseconds(300) { spin &+= 1 }
+        #expect(spin > 0)
+        let after = try #require(MachineCPU.busySeconds())
+        #expect(after - before >= 0.1, "300 ms of spinning shows as busy time")
+        #expect(try #require(mark.microseconds(per: 1)) >= 100_000)
+        #expect(mark.microseconds(per: 0) == nil)
+    }
+
     /// A summary keeps median, min and max.
     @Test func summary() {
         let summary = BenchSummary([5, 1, 3])
