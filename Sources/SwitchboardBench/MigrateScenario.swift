@@ -14,13 +14,27 @@ enum MigrateScenario {
         let count = options.size(quick: 2000, full: 20_000, floor: 10)
         return try await BenchServers.with("migrate", xmtp: true) { servers in
             var runRates: [Double] = [], copyPhaseRates: [Double] = [], baselineRates: [Double] = []
+            var runCPU: [Double] = [], copyCPU: [Double] = []
             for run in 0..<options.runs {
                 try await servers.settle()
                 let migrated = try await migrate(servers, count: count, run: run)
                 runRates.append(migrated.wholeRate)
                 copyPhaseRates.append(migrated.copyRate)
+                if let cpu = migrated.cpu { runCPU.append(cpu) }
                 try await servers.settle()
-                baselineRates.append(try await copyRate(servers, count: count))
+                let copied = try await copyRate(servers, count: count)
+                baselineRates.append(copied.rate)
+                if let cpu = copied.cpu { copyCPU.append(cpu) }
+            }
+            var cpuFigures: [BenchFigure] = []
+            if !runCPU.isEmpty, !copyCPU.isEmpty {
+                cpuFigures.append(BenchFigure(
+                    scenario: "migrate", figure: "machine CPU per message", unit: "µs", summary: BenchSummary(runCPU),
+                    baseline: BenchBaseline(name: "PostgreSQL COPY, same measure", unit: "µs", summary: BenchSummary(copyCPU)),
+                    goal: .none,
+                    note: "busy CPU time of the whole machine (/proc/stat: every process, the XMTP-like node, the "
+                        + "Supabase-like server and PostgreSQL included) over the whole migration until the realtime feed "
+                        + "has dispatched its rows, per message; baseline = the same for the COPY"))
             }
             let note = "\(count) messages per run (seeded beforehand with the node's bulk send), \(options.runs) runs, "
                 + "each phase started once the server's realtime feed has caught up with the previous one; "
@@ -36,13 +50,14 @@ enum MigrateScenario {
                             baseline: BenchBaseline(name: "PostgreSQL COPY of the same rows", unit: "msg/s",
                                                     summary: BenchSummary(baselineRates)),
                             goal: .ratioAtLeast(0.5), note: note),
-            ], [])
+            ] + cpuFigures, [])
         }
     }
 
     /// Seeds `count` messages in a fresh group and migrates them into a fresh conversation; returns the copy-phase
     /// rate and the whole run's rate (estimate included).
-    static func migrate(_ servers: BenchServers, count: Int, run: Int) async throws -> (copyRate: Double, wholeRate: Double) {
+    static func migrate(_ servers: BenchServers, count: Int,
+                        run: Int) async throws -> (copyRate: Double, wholeRate: Double, cpu: Double?) {
         let group = try await servers.makeGroup(creator: "author", members: ["migrator"])
         let migrator = group.members[0]
         let room = try await servers.supabaseHarness.createConversation(title: "bench-migrate", members: [migrator, "reader"])
@@ -55,17 +70,20 @@ enum MigrateScenario {
                                conversation: group.conversation),
             target: BridgeSide(name: "supabase", adapter: servers.supabaseAdapter(migrator), conversation: room),
             store: store)
+        let cpu = MachineCPU.Mark()
         let report = try await migration.run()
+        try await servers.feedCaughtUp()
+        let cpuPerMessage = cpu.microseconds(per: count)
         guard report.status == .completed, report.copied == count else {
             throw BenchError("migration ended \(report.status.rawValue) with \(report.copied) of \(count) copied: \(report.error ?? "")")
         }
         let stored = try countRows(servers, conversation: room)
         guard stored == count else { throw BenchError("the target holds \(stored) rows after migrating \(count)") }
-        return (report.rate, Double(count) / report.duration)
+        return (report.rate, Double(count) / report.duration, cpuPerMessage)
     }
 
     /// Messages/s of one `COPY public.messages … FROM STDIN` of `count` migration-shaped rows into a fresh conversation.
-    static func copyRate(_ servers: BenchServers, count: Int) async throws -> Double {
+    static func copyRate(_ servers: BenchServers, count: Int) async throws -> (rate: Double, cpu: Double?) {
         let sender: UserID = "migrator"
         let room = try await servers.supabaseHarness.createConversation(title: "bench-copy", members: [sender, "reader"])
         let sentAt = String(TimelinePosition.micros(Date()))
@@ -76,12 +94,15 @@ enum MigrateScenario {
             return fields.map(BareCopyConnection.escape).joined(separator: "\t") + "\n"
         }
         let connection = try BareCopyConnection(url: try servers.databaseURL())
+        let cpu = MachineCPU.Mark()
         let ((), seconds) = try await measure {
             try connection.copy("COPY public.messages (id, conversation_id, sender_id, body, metadata) FROM STDIN", rows: rows)
         }
+        try await servers.feedCaughtUp()
+        let cpuPerMessage = cpu.microseconds(per: count)
         let stored = try countRows(servers, conversation: room)
         guard stored == count else { throw BenchError("COPY left \(stored) rows of \(count)") }
-        return Double(count) / seconds
+        return (Double(count) / seconds, cpuPerMessage)
     }
 
     /// Rows of `conversation` in `public.messages`, counted in the database (bound parameter).
