@@ -239,19 +239,23 @@ public actor Bridge {
         var run: [PlannedCopy] = []
         var planned = Set<MessageID>()
         let settled = try settledEchoes(in: batch.changes, from: source, to: target)
+        // The page's copy states, read at once; dropped as soon as anything is written before they are used.
+        var states = bulk == nil ? [:] : try copyStates(of: batch.changes, skipping: settled, from: source, to: target)
         for (index, change) in batch.changes.enumerated() {
             if stopping { return PassResult(moved: false, hasMore: false) }
             if settled.contains(index) { continue }
             if let bulk {
                 if case .message(let message) = change,
-                   let next = try plan(message, from: source, to: target, excluding: planned) {
+                   let next = try plan(message, from: source, to: target, excluding: planned, known: states[message.remoteID]) {
                     run.append(next)
                     planned.insert(next.id)
-                    if run.count >= max(1, bulk.bulkPublishLimit) {
+                    // A full batch is copied now unless it ends the page: then it goes below, left in flight.
+                    if run.count >= max(1, bulk.bulkPublishLimit), index < batch.changes.count - 1 {
                         try await completeInFlight()
                         try await copy(run, from: source, to: target, via: bulk)
                         run = []
                         planned = []
+                        states = [:]
                     }
                     continue
                 }
@@ -263,6 +267,7 @@ public actor Bridge {
                     if stopping { return PassResult(moved: false, hasMore: false) }
                 }
             }
+            states = [:]
             try await completeInFlight()
             try await bridge(change, from: source, to: target)
         }
@@ -477,16 +482,47 @@ public actor Bridge {
     /// The copy state of `id` towards `target`: the ledger row says pending or done, the ID map gives the target ID.
     private func copyState(_ id: MessageID, on target: BridgeSide) throws -> CopyState {
         let backend = target.backend
+        return try store.read { tx in try Self.copyState(id, towards: backend, in: tx) }
+    }
+
+    /// `copyState` inside a transaction.
+    private static func copyState(_ id: MessageID, towards backend: BackendID, in tx: any StoreTransaction) throws -> CopyState {
+        guard let row = try tx.message(id) else { return .new }
+        // Pending towards this target: republish the stored copy. Pending towards the other side means this
+        // change is that copy's echo, which the map below recognises like any other.
+        if row.delivery == .pending, let entry = try tx.outboxEntry(id), entry.backend == backend,
+           let stored = entry.prepared {
+            return .pending(stored)
+        }
+        guard let remote = try tx.remoteID(of: id, backend: backend, part: 0) else { return .new }
+        return .bridged(remote)
+    }
+
+    /// Whether `message` may go in a batch: someone else's, not deleted, no reply, no attachment.
+    private static func isPlain(_ message: RemoteMessage, from source: BridgeSide) -> Bool {
+        message.sender != source.adapter.localUser && message.deletedAt == nil && message.replyTo == nil
+            && message.attachments.isEmpty
+    }
+
+    /// `resolve` and `copyState` of every message of a page that may go in a batch, in one read transaction
+    /// (one per message otherwise), by source remote ID.
+    private func copyStates(of changes: [RemoteChange], skipping settled: Set<Int>, from source: BridgeSide,
+                            to target: BridgeSide) throws -> [RemoteID: (id: MessageID, state: CopyState)] {
+        let candidates: [RemoteMessage] = changes.indices.compactMap { index in
+            guard !settled.contains(index), case .message(let message) = changes[index], Self.isPlain(message, from: source)
+            else { return nil }
+            return message
+        }
+        guard !candidates.isEmpty else { return [:] }
+        let (sourceBackend, targetBackend) = (source.backend, target.backend)
         return try store.read { tx in
-            guard let row = try tx.message(id) else { return .new }
-            // Pending towards this target: republish the stored copy. Pending towards the other side means this
-            // change is that copy's echo, which the map below recognises like any other.
-            if row.delivery == .pending, let entry = try tx.outboxEntry(id), entry.backend == backend,
-               let stored = entry.prepared {
-                return .pending(stored)
+            var states: [RemoteID: (id: MessageID, state: CopyState)] = [:]
+            for message in candidates {
+                let id = try message.idempotencyKey ?? tx.messageID(backend: sourceBackend, remoteID: message.remoteID)
+                    ?? MessageID.derived(backend: sourceBackend, remote: message.remoteID)
+                states[message.remoteID] = (id, try Self.copyState(id, towards: targetBackend, in: tx))
             }
-            guard let remote = try tx.remoteID(of: id, backend: backend, part: 0) else { return .new }
-            return .bridged(remote)
+            return states
         }
     }
 
@@ -561,12 +597,11 @@ public actor Bridge {
     /// deleted, no reply, no attachment, not already in the batch); nil sends it down the one-by-one path.
     /// Reads the store only: the mappings are written by `copy`.
     private func plan(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
-                      excluding planned: Set<MessageID>) throws -> PlannedCopy? {
-        guard message.sender != source.adapter.localUser, message.deletedAt == nil, message.replyTo == nil,
-              message.attachments.isEmpty else { return nil }
-        let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
+                      excluding planned: Set<MessageID>, known: (id: MessageID, state: CopyState)?) throws -> PlannedCopy? {
+        guard Self.isPlain(message, from: source) else { return nil }
+        let id = try known?.id ?? resolve(message.remoteID, key: message.idempotencyKey, on: source)
         guard !planned.contains(id) else { return nil }
-        guard case .new = try copyState(id, on: target) else { return nil }  // done, or pending: one by one
+        guard case .new = try known?.state ?? copyState(id, on: target) else { return nil }  // done, or pending: one by one
         let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil, metadata: message.metadata,
                                     attachments: [])
         return PlannedCopy(message: message, id: id, outgoing: outgoing)

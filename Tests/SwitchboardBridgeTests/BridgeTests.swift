@@ -229,6 +229,37 @@ struct BridgeTests {
         #expect(lines.all.contains { $0.contains("unsupported content type example.com/poll:1.0") }, "\(lines.all)")
     }
 
+    /// Towards a bulk target, a page that ends with a full batch leaves that batch's `publishAll` in flight while the
+    /// next page is prepared and persisted; an edit of a message later in the same page still applies once.
+    @Test("towards a bulk target a full batch ending its page stays in flight while the next page is staged; all cross once")
+    func bulkBatchesPipeline() async throws {
+        let pair = try Pair(rightScheme: .clientAssigned)
+        defer { pair.remove() }
+        var sent: [RemoteID] = []
+        for index in 0..<6 { sent.append(try await send(pair.alice, "alice \(index)", in: "room-left")) }
+        let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 3, delay: .milliseconds(300))
+        var configuration = BridgeConfiguration()
+        configuration.batchSize = 3
+        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
+                                b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
+                                store: pair.store, configuration: configuration)
+        let stats = try await bridge.catchUp(.aToB)
+        #expect(stats.messagesAToB == 6)
+        let events = target.events
+        let firstBegin = try #require(events.firstIndex(of: "publishAll begin 3"))
+        let firstEnd = try #require(events.firstIndex(of: "publishAll end"))
+        let overlapping = events[firstBegin..<firstEnd].filter { $0.hasPrefix("prepare alice") }
+        #expect(overlapping == ["prepare alice 3", "prepare alice 4", "prepare alice 5"], "events: \(events)")
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.map(\.text).sorted() == (0..<6).map { "alice \($0)" })
+        // A later edit crosses once as an edit, not as a second copy.
+        try await pair.alice.edit(sent[4], in: "room-left", text: "alice 4 (edited)")
+        try await bridge.catchUp(.aToB)
+        let after = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(after.count == 6)
+        #expect(after.contains { $0.text == "alice 4 (edited)" })
+    }
+
     @Test("both sides on one backend ID are refused with a clear error")
     func sameBackendRefused() throws {
         let backend = try MemoryBackend(scheme: .clientAssigned)
@@ -256,4 +287,62 @@ final class LogLines: Sendable {
     func append(_ line: String) { state.withLock { $0.append(line) } }
     /// Every line so far.
     var all: [String] { state.withLock { $0 } }
+}
+
+/// A memory adapter that publishes in bulk (slowly) and records prepares and bulk publishes in order.
+final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, Sendable {
+    private let inner: MemoryAdapter
+    private let log = Mutex<[String]>([])
+    private let delay: Duration
+    /// The most messages per `publishAll`.
+    let bulkPublishLimit: Int
+
+    /// Wraps `inner`; each `publishAll` takes at least `delay`.
+    init(_ inner: MemoryAdapter, limit: Int, delay: Duration) {
+        self.inner = inner
+        self.bulkPublishLimit = limit
+        self.delay = delay
+    }
+
+    /// What happened, in order.
+    var events: [String] { log.withLock { $0 } }
+    /// The inner adapter's backend.
+    var backend: BackendID { inner.backend }
+    /// The inner adapter's user.
+    var localUser: UserID { inner.localUser }
+    /// The inner adapter's capabilities.
+    var capabilities: AdapterCapabilities { inner.capabilities }
+
+    /// Records and delegates.
+    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+        log.withLock { $0.append("prepare \(message.text)") }
+        return try await inner.prepare(message, noSend: noSend)
+    }
+    /// Delegates.
+    func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt { try await inner.publish(prepared) }
+    /// Records, waits `delay`, publishes each in order.
+    func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
+        log.withLock { $0.append("publishAll begin \(prepared.count)") }
+        try await Task.sleep(for: delay)
+        var receipts: [PublishReceipt] = []
+        for message in prepared { receipts.append(try await inner.publish(message)) }
+        log.withLock { $0.append("publishAll end") }
+        return receipts
+    }
+    /// Delegates.
+    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
+    /// Delegates.
+    func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
+        try await inner.history(in: conversation, before: cursor, limit: limit)
+    }
+    /// Delegates.
+    func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
+        try await inner.changes(in: conversation, after: cursor, limit: limit)
+    }
+    /// Delegates.
+    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
+    /// Delegates.
+    func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
+        try await inner.edit(target, in: conversation, text: text)
+    }
 }
