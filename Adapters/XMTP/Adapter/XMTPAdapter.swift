@@ -269,23 +269,13 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         }
     }
 
-    /// Stores each envelope (skipping those that do not open) and returns the rows, in order.
-    func storeEnvelopes(_ envelopes: [XMTPNodeEnvelope], in conversation: ConversationID) throws -> [XMTPMessageRow] {
-        let group = try groupID(conversation)
-        let cipher = try cipher(conversation)
-        var rows: [XMTPMessageRow] = []
-        for envelope in envelopes {
-            guard let row = XMTPMessageMapping.open(envelope, groupID: group, cipher: cipher) else { continue }
-            rows.append(try store.storeReceived(row, payloadHash: Digest.sha256Hex(envelope.data)))
-        }
-        return rows
-    }
-
-    /// Stores envelopes and returns the changes they make, in order (see `change(for:)`). An envelope whose
-    /// sequence is already stored as published (the live stream and a delta sync read the same envelopes) is not
-    /// decrypted or written again: its stored row is what storing it would give.
-    func ingest(_ envelopes: [XMTPNodeEnvelope], in conversation: ConversationID) throws -> [RemoteChange] {
-        var changes: [RemoteChange] = []
+    /// Opens and stores a page of envelopes in one transaction (skipping those that do not open); returns, in
+    /// order, each envelope's own row and the row stored for it (a duplicate's stored row keeps the earliest
+    /// sequence). An envelope whose sequence is already stored as published (the live stream, a delta sync and a
+    /// history page read the same envelopes) is not decrypted or written again: its stored row is what storing it
+    /// would give.
+    func storeEnvelopes(_ envelopes: [XMTPNodeEnvelope],
+                        in conversation: ConversationID) throws -> [(envelope: XMTPMessageRow, stored: XMTPMessageRow)] {
         let group = try groupID(conversation)
         let cipher = try cipher(conversation)
         let known = try store.publishedRows(groupID: Digest.hex(group),
@@ -301,15 +291,21 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
             }
         }
         let stored = try store.storeReceived(opened)  // the new envelopes of the page in one transaction
-        for item in order {
-            if let row = item.known {
-                changes += try self.changes(for: row, stored: row, in: conversation)
-            } else if let index = item.opened {
-                // The envelope's own sequence (a duplicate's stored row keeps the earliest).
-                changes += try self.changes(for: opened[index].row, stored: stored[index], in: conversation)
-            }
+        return order.compactMap { item in
+            if let row = item.known { return (row, row) }
+            guard let index = item.opened else { return nil }
+            return (opened[index].row, stored[index])
         }
-        return changes
+    }
+
+    /// Stores envelopes (see `storeEnvelopes`) and returns the changes they make, in order (see `change(for:)`).
+    func ingest(_ envelopes: [XMTPNodeEnvelope], in conversation: ConversationID) throws -> [RemoteChange] {
+        let stored = try storeEnvelopes(envelopes, in: conversation)
+        return try store.reading {
+            var changes: [RemoteChange] = []
+            for item in stored { changes += try self.changes(for: item.envelope, stored: item.stored, in: conversation) }
+            return changes
+        }
     }
 
     /// The change one stored envelope makes: content → the message's current state; edit/delete → the target's
@@ -362,17 +358,19 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         let limit = max(1, min(limit, 100))
         let before = try Self.sequence(of: cursor)
         let envelopes = try await node.query(groupID: try groupID(conversation), ascending: false, cursor: before, limit: limit)
-        let rows = try storeEnvelopes(envelopes, in: conversation)
+        let rows = try storeEnvelopes(envelopes, in: conversation).map(\.stored)
         var seen = Set<String>()
         var messages: [RemoteMessage] = []
         var reactions: [RemoteReaction] = []
-        for opened in rows.reversed() where !opened.isControl && seen.insert(opened.id).inserted {
-            guard let row = try store.message(opened.id) else { continue }
-            let references = try store.references(to: row.id)
-            messages.append(XMTPMessageMapping.remoteMessage(row, references: references, conversation: conversation))
-            for standing in XMTPMessageMapping.standingReactions(references) {
-                reactions.append(RemoteReaction(target: RemoteID(row.id), conversation: conversation, user: UserID(standing.user),
-                                                symbol: standing.symbol, isActive: true, at: XMTPMessageMapping.date(ns: standing.at)))
+        try store.reading {
+            for opened in rows.reversed() where !opened.isControl && seen.insert(opened.id).inserted {
+                guard let row = try store.message(opened.id) else { continue }
+                let references = try store.references(to: row.id)
+                messages.append(XMTPMessageMapping.remoteMessage(row, references: references, conversation: conversation))
+                for standing in XMTPMessageMapping.standingReactions(references) {
+                    reactions.append(RemoteReaction(target: RemoteID(row.id), conversation: conversation, user: UserID(standing.user),
+                                                    symbol: standing.symbol, isActive: true, at: XMTPMessageMapping.date(ns: standing.at)))
+                }
             }
         }
         let older = envelopes.count >= limit ? envelopes.map(\.sequence).min().map { Cursor("s:\($0)") } : nil

@@ -80,8 +80,8 @@ enum XMTPContentKind {
 /// The adapter's own SQLite database, laid out as libxmtp keeps it: `group_messages`, `group_intents`,
 /// `refresh_state`. Every access is serialised by a lock; several adapters may share the file (WAL, busy timeout).
 final class XMTPLocalStore: @unchecked Sendable {
-    /// Serialises every access to the connection.
-    private let lock = NSLock()
+    /// Serialises every access to the connection (recursive: `reading` holds it around calls that take it again).
+    private let lock = NSRecursiveLock()
     private let db: SQLiteConnection
 
     /// Opens (creating) the database at `path` and applies the schema.
@@ -136,6 +136,16 @@ final class XMTPLocalStore: @unchecked Sendable {
             throw error
         } catch {
             throw SwitchboardError(.storage, "XMTP adapter database: \(error)", retryable: true)
+        }
+    }
+
+    /// Runs `body`, which only reads, inside one read transaction: its queries share one snapshot and one taking of
+    /// SQLite's WAL read lock (a statement outside a transaction takes and releases it, two `fcntl` calls, each time).
+    func reading<T>(_ body: () throws -> T) throws -> T {
+        try with { db in
+            try db.executeScript("BEGIN DEFERRED")
+            defer { try? db.executeScript("COMMIT") }
+            return try body()
         }
     }
 
