@@ -371,14 +371,25 @@ public actor Bridge {
     /// then crosses in batches of `span`, whatever page size the source serves.
     private static func pages(of adapter: any ChatAdapter, in conversation: ConversationID, after cursor: Cursor?,
                               limit: Int, span: Int) async throws -> ChangeBatch {
-        var batch = try await adapter.changes(in: conversation, after: cursor, limit: limit)
+        var batch = try await changes(of: adapter, in: conversation, after: cursor, limit: limit)
         while batch.hasMore, batch.changes.count + limit <= span, batch.cursor != cursor,
               batch.changes.allSatisfy({ if case .message = $0 { true } else { false } }) {
-            let next = try await adapter.changes(in: conversation, after: batch.cursor, limit: limit)
+            let next = try await changes(of: adapter, in: conversation, after: batch.cursor, limit: limit)
             guard !next.changes.isEmpty || next.cursor != batch.cursor else { break }
             batch = ChangeBatch(changes: batch.changes + next.changes, cursor: next.cursor, hasMore: next.hasMore)
         }
         return batch
+    }
+
+    /// One page of `adapter`'s changes; without the bridge account's own plain messages where the backend can
+    /// leave them out (the bridge does nothing with them: they are its own copies coming back, or messages of its
+    /// account it never bridges).
+    private static func changes(of adapter: any ChatAdapter, in conversation: ConversationID, after cursor: Cursor?,
+                                limit: Int) async throws -> ChangeBatch {
+        if let filtering = adapter as? any OwnMessageFilteringAdapter {
+            return try await filtering.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: limit)
+        }
+        return try await adapter.changes(in: conversation, after: cursor, limit: limit)
     }
 
     private func bridge(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide) async throws {

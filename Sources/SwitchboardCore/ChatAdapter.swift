@@ -376,6 +376,18 @@ public protocol UploadingAdapter: ChatAdapter {
     func download(_ attachment: Attachment) async throws -> Data
 }
 
+/// An adapter whose backend can leave the local account's own plain messages out of a change read.
+///
+/// For a reader that never acts on them, such as a bridge reading back the copies it published itself: the backend
+/// skips the local user's messages that were neither edited nor deleted, and the cursor still moves past them.
+/// Its cursors are interchangeable with `changes(in:after:limit:)`'s. Only for backends whose message IDs are known
+/// without reading the echo (a reader that learns its copies' IDs from their echoes needs them).
+public protocol OwnMessageFilteringAdapter: ChatAdapter {
+    /// `changes(in:after:limit:)` without the local user's messages that were neither edited nor deleted.
+    func changesSkippingOwnPlainMessages(in conversation: ConversationID, after cursor: Cursor?,
+                                         limit: Int) async throws -> ChangeBatch
+}
+
 /// An adapter whose `publishAll` sends a run of prepared messages in bulk (a few requests, not one per message)
 /// and publishes every message it is given (noSend-prepared ones included), returning one receipt per message,
 /// in order. Bridges and migrations batch their copies only towards such an adapter.

@@ -123,6 +123,66 @@ struct SupabaseAdapterBehaviourTests {
         await fake.stop()
     }
 
+    /// The filtered change read leaves out only the reader's own plain messages, pages without gaps, and moves its
+    /// cursor past what it left out (also for a user ID that has to be quoted in the filter).
+    @Test("changes skipping own plain messages: others', own edited and own deleted arrive; the cursor moves past the rest")
+    func changesSkippingOwnPlainMessages() async throws {
+        let server = try await AdapterTestServer.start()
+        defer { Task { await server.stop() } }
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let me: UserID = "bridge \"one\", (a.b)\\"
+        let conversation = try await harness.createConversation(members: [me, "dora"])
+        let mine = Self.adapter(server, me), dora = Self.adapter(server, "dora")
+        func send(_ adapter: SupabaseAdapter, _ text: String) async throws -> RemoteID {
+            let prepared = try await adapter.prepare(Self.outgoing(text, conversation, adapter.localUser), noSend: false)
+            return try #require(try await adapter.publish(prepared).remoteID)
+        }
+        var expected: [String] = []
+        var editedTarget: RemoteID?, deletedTarget: RemoteID?
+        for index in 0..<12 {
+            let own = try await send(mine, "own \(index)")
+            if index == 3 { editedTarget = own }
+            if index == 7 { deletedTarget = own }
+            _ = try await send(dora, "dora \(index)")
+            expected.append("dora \(index)")
+        }
+        try await mine.edit(try #require(editedTarget), in: conversation, text: "own 3 (edited)")
+        try await mine.delete(try #require(deletedTarget), in: conversation)
+        for index in 0..<3 { _ = try await send(mine, "own tail \(index)") }
+        // Pages of 5: every change but the own plain messages, in version order, without gaps or repeats.
+        var cursor: Cursor?
+        var messages: [RemoteMessage] = []
+        var pages = 0
+        while true {
+            let batch = try await mine.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: 5)
+            pages += 1
+            messages += batch.changes.compactMap { if case .message(let message) = $0 { message } else { nil } }
+            cursor = batch.cursor
+            if !batch.hasMore { break }
+            #expect(pages < 20)
+        }
+        #expect(messages.filter { $0.sender == "dora" }.map(\.text) == expected)
+        let own = messages.filter { $0.sender == me }
+        #expect(own.count == 2, "only the edited and the deleted own message: \(own.map(\.text))")
+        #expect(own.contains { $0.remoteID == editedTarget && $0.text == "own 3 (edited)" })
+        #expect(own.contains { $0.remoteID == deletedTarget && $0.deletedAt != nil })
+        // The messages cursor stands at the newest version, past the own messages left out, so the next read is empty.
+        let newest = try await mine.latestCursor(in: conversation)
+        #expect(cursor?.rawValue.split(separator: ",").first == newest?.rawValue.split(separator: ",").first)
+        let again = try await mine.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: 5)
+        #expect(again.changes.isEmpty && !again.hasMore)
+        // The unfiltered read sees everything: 24 sends and 3 more, the edit and the delete as updated rows.
+        var all = 0
+        var plain: Cursor?
+        while true {
+            let batch = try await mine.changes(in: conversation, after: plain, limit: 50)
+            all += batch.changes.count
+            plain = batch.cursor
+            if !batch.hasMore { break }
+        }
+        #expect(all == 27)
+    }
+
     @Test("delta sync keeps a cursor per table: a message committed between the reads of two tables is not passed over")
     func perTableChangeCursor() async throws {
         // Versions commit in order, but the three tables are read at three moments. Here message v3 becomes

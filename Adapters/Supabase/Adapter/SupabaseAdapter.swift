@@ -10,7 +10,7 @@ import SwitchboardNet
 /// IDs are client-assigned: a message's row `id` is its `MessageID`, so `prepare` knows the backend ID without
 /// the network, and `publish` is an upsert that ignores duplicates — any retry or replay is harmless.
 public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
-    TypingAdapter, UploadingAdapter, BulkPublishingAdapter {
+    TypingAdapter, UploadingAdapter, BulkPublishingAdapter, OwnMessageFilteringAdapter {
     /// Where the server is and who signs in.
     public struct Configuration: Sendable {
         /// The server's base URL, e.g. `http://127.0.0.1:54321`.
@@ -249,6 +249,22 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// from a table is visible, but three reads see three moments, and one shared cursor could pass over a row
     /// committed in one table between the reads of the others.
     public func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
+        try await readChanges(in: conversation, after: cursor, limit: limit, skippingOwnPlainMessages: false)
+    }
+
+    /// `changes` without the local user's messages that were neither edited nor deleted, filtered by the server
+    /// (`or=(sender_id.neq.<me>,edited_at.not.is.null,deleted_at.not.is.null)`).
+    ///
+    /// So that the messages cursor still moves past the rows left out, the newest message version of the
+    /// conversation is read first and the page is bounded by it: versions become visible in commit order, so every
+    /// version up to that one is visible, and when the page is not full the cursor moves to it.
+    public func changesSkippingOwnPlainMessages(in conversation: ConversationID, after cursor: Cursor?,
+                                                limit: Int) async throws -> ChangeBatch {
+        try await readChanges(in: conversation, after: cursor, limit: limit, skippingOwnPlainMessages: true)
+    }
+
+    private func readChanges(in conversation: ConversationID, after cursor: Cursor?, limit: Int,
+                             skippingOwnPlainMessages: Bool) async throws -> ChangeBatch {
         let start: SupabaseChangeCursor
         if let cursor {
             guard let parsed = SupabaseChangeCursor(cursor) else {
@@ -259,10 +275,22 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
             start = SupabaseChangeCursor(versions: [0, 0, 0])
         }
         let limit = max(1, limit)
+        let conversationFilter = ("conversation_id", "eq.\(conversation.rawValue)")
+        // The newest message version first (see above); nil when every message is read.
+        let ceiling: Int64? = skippingOwnPlainMessages
+            ? max(start.versions[0], try await rest.select("messages", [("select", "version"), conversationFilter,
+                                                                         ("order", "version.desc"), ("limit", "1")])
+                .first?["version"]?.intValue ?? 0)
+            : nil
+        let own = "\"" + localUser.rawValue.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "\"", with: "\\\"") + "\""
         func read(_ index: Int) async throws -> [JSONValue] {
-            try await rest.select(SupabaseChangeCursor.tables[index],
-                                  [("conversation_id", "eq.\(conversation.rawValue)"), ("version", "gt.\(start.versions[index])"),
-                                   ("order", "version.asc"), ("limit", String(limit))])
+            var query: [(String, String)] = [conversationFilter, ("version", "gt.\(start.versions[index])")]
+            if index == 0, let ceiling {
+                query += [("version", "lte.\(ceiling)"),
+                          ("or", "(sender_id.neq.\(own),edited_at.not.is.null,deleted_at.not.is.null)")]
+            }
+            return try await rest.select(SupabaseChangeCursor.tables[index], query + [("order", "version.asc"), ("limit", String(limit))])
         }
         async let messages = read(0)
         async let reactions = read(1)
@@ -280,6 +308,10 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         var next = start
         for item in taken { next.versions[item.table] = max(next.versions[item.table], item.version) }
         let hasMore = pages.contains { $0.count >= limit } || merged.count > limit
+        // Every message up to the ceiling was seen when the messages page was not full and all of it was taken.
+        if let ceiling, pages[0].count < limit, taken.filter({ $0.table == 0 }).count == pages[0].count {
+            next.versions[0] = max(next.versions[0], ceiling)
+        }
         return ChangeBatch(changes: taken.compactMap(\.change), cursor: next.cursor, hasMore: hasMore)
     }
 
