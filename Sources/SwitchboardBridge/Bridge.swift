@@ -665,7 +665,9 @@ public actor Bridge {
         }
         try store.write { tx in
             for index in run.indices {
-                try Self.finish(run[index].id, remote: receipts[index].remoteID ?? prepared[index].remoteID, on: target, in: tx)
+                // A target ID known at prepare was recorded with the batch; only a different or new one is recorded now.
+                let remote = receipts[index].remoteID ?? prepared[index].remoteID
+                try Self.finish(run[index].id, remote: remote == prepared[index].remoteID ? nil : remote, on: target, in: tx)
             }
         }
         for planned in run { counted(planned.message, id: planned.id, from: source) }
