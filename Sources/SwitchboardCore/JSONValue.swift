@@ -91,34 +91,40 @@ public indirect enum JSONValue: Sendable {
 
     /// Compact JSON text: members in order, slashes unescaped, non-ASCII kept as UTF-8.
     public var serialized: String {
-        var out = ""
-        write(to: &out)
-        return out
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(128)
+        write(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends the compact serialization to `out`.
+    /// Appends the compact serialization to `out` (built as bytes, appended once).
     public func write(to out: inout String) {
+        out += serialized
+    }
+
+    /// Appends the compact serialization to the UTF-8 bytes `out`.
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let value): out += value ? "true" : "false"
-        case .number(let text): out += text
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .number(let text): out.append(contentsOf: text.utf8)
         case .string(let value): JSONStringLiteral.append(value, to: &out)
         case .array(let elements):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 element.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, member) in members.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 JSONStringLiteral.append(member.key, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 member.value.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 }

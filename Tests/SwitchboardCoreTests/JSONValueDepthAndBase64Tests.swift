@@ -23,6 +23,24 @@ import Testing
         #expect(value.serialized == #"{"a":18446744073709551615,"b":-9223372036854775808}"#)
     }
 
+    /// Compact serialization: members in order, escapes for quotes, backslashes and control characters only,
+    /// non-ASCII kept as UTF-8; the byte and the text writers agree, and the text parses back to the same value.
+    @Test func serialization() throws {
+        let value: JSONValue = ["text": "a \"quote\", a \\ backslash, a\nnew line, a\ttab, \u{01}, é, 😀 / slash",
+                                "list": [1, 2.5, true, false, nil, [], [:]], "empty": "", "nested": ["k": ["x": -3]]]
+        let expected = #"{"text":"a \"quote\", a \\ backslash, a\nnew line, a\ttab, \u0001, é, 😀 / slash","#
+            + #""list":[1,2.5,true,false,null,[],{}],"empty":"","nested":{"k":{"x":-3}}}"#
+        #expect(value.serialized == expected)
+        var bytes: [UInt8] = Array("prefix ".utf8)
+        value.write(to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "prefix " + expected)
+        var text = "prefix "
+        value.write(to: &text)
+        #expect(text == "prefix " + expected)
+        #expect(try JSONValue.parse(expected) == value)
+        #expect(try JSONSerialization.jsonObject(with: Data(expected.utf8)) is [String: Any])
+    }
+
     /// Standard padded base64, both ways, with strict decoding.
     @Test func base64() {
         #expect(Base64.encode(Array("".utf8)) == "")
