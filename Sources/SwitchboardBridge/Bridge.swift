@@ -173,17 +173,20 @@ public actor Bridge {
         }
     }
 
+    /// Listens to `source`'s live events off the actor: they only wake the pass loop (and typing is forwarded), so
+    /// a burst of events does not queue one actor hop per message behind the pass in progress.
     private func startLive(from source: BridgeSide, to target: BridgeSide) {
         let stream = source.adapter.liveEvents(in: source.conversation)
-        liveTasks.append(Task { [weak self] in
+        let wake = self.wake
+        liveTasks.append(Task.detached {
             for await event in stream {
-                guard let self else { return }
-                await self.live(event, from: source, to: target)
+                await Self.live(event, from: source, to: target, wake: wake)
             }
         })
     }
 
-    private func live(_ event: AdapterEvent, from source: BridgeSide, to target: BridgeSide) async {
+    private static func live(_ event: AdapterEvent, from source: BridgeSide, to target: BridgeSide,
+                             wake: AsyncStream<Void>.Continuation?) async {
         switch event {
         case .typing(_, let user, let isTyping):
             guard user != source.adapter.localUser, let typing = target.adapter as? any TypingAdapter else { return }
