@@ -5,28 +5,63 @@ import Synchronization
 /// Each listener has a bounded buffer; one that falls `bufferLimit` messages behind is ended with `overflowed`
 /// set (its client resumes from its last cursor) rather than silently losing messages.
 final class MessageHub: Sendable {
-    /// One live subscription's inbox.
+    /// One live subscription's inbox: a queue its writer takes whole (a burst becomes one write, not one per message).
     final class Listener: Sendable {
         /// The groups it follows.
         let groups: Set<XMTPNodeGroupID>
-        /// Delivered messages, in publication order.
-        let stream: AsyncStream<XMTPNodeStoredMessage>
-        fileprivate let continuation: AsyncStream<XMTPNodeStoredMessage>.Continuation
-        private let overflow = Atomic<Bool>(false)
+        private struct Queue {
+            var messages: [XMTPNodeStoredMessage] = []
+            var finished = false
+            var overflowed = false
+        }
+        private let queue = Mutex(Queue())
+        /// Wakes the writer; holds at most one signal.
+        private let signals: AsyncStream<Void>
+        private let signal: AsyncStream<Void>.Continuation
+        private let bufferLimit: Int
 
-        /// Whether the buffer overflowed (the stream then ended).
-        var overflowed: Bool { overflow.load(ordering: .acquiring) }
+        /// Whether the queue overflowed (it then ended).
+        var overflowed: Bool { queue.withLock { $0.overflowed } }
 
         fileprivate init(groups: Set<XMTPNodeGroupID>, bufferLimit: Int) {
             self.groups = groups
-            (stream, continuation) = AsyncStream.makeStream(of: XMTPNodeStoredMessage.self,
-                                                            bufferingPolicy: .bufferingOldest(bufferLimit))
+            self.bufferLimit = bufferLimit
+            (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         }
 
-        fileprivate func deliver(_ message: XMTPNodeStoredMessage) {
-            if case .dropped = continuation.yield(message) {
-                overflow.store(true, ordering: .releasing)
-                continuation.finish()
+        /// Queues `messages` (in publication order); a listener more than `bufferLimit` behind ends, overflowed.
+        fileprivate func deliver(_ messages: [XMTPNodeStoredMessage]) {
+            guard !messages.isEmpty else { return }
+            queue.withLock { queue in
+                guard !queue.finished else { return }
+                if queue.messages.count + messages.count > bufferLimit {
+                    queue.overflowed = true
+                    queue.finished = true
+                } else {
+                    queue.messages += messages
+                }
+            }
+            signal.yield()
+        }
+
+        /// Ends the queue; `next` returns what is queued, then nil.
+        fileprivate func finish() {
+            queue.withLock { $0.finished = true }
+            signal.yield()
+        }
+
+        /// Every message queued so far, oldest first, waiting while there is none; nil once ended and drained (an
+        /// overflowed listener hands out what it held before the overflow, then ends).
+        func next() async -> [XMTPNodeStoredMessage]? {
+            var iterator = signals.makeAsyncIterator()
+            while true {
+                let (batch, ended) = queue.withLock { queue -> ([XMTPNodeStoredMessage], Bool) in
+                    defer { queue.messages.removeAll(keepingCapacity: true) }
+                    return (queue.messages, queue.finished)
+                }
+                if !batch.isEmpty { return batch }
+                if ended { return nil }
+                guard await iterator.next() != nil else { return nil }
             }
         }
     }
@@ -52,7 +87,7 @@ final class MessageHub: Sendable {
     /// Unregisters and finishes `listener`.
     func remove(_ listener: Listener) {
         _ = listeners.withLock { $0.removeValue(forKey: ObjectIdentifier(listener)) }
-        listener.continuation.finish()
+        listener.finish()
     }
 
     /// Delivers `messages` (already committed, in id order) to every listener following their groups.
@@ -60,13 +95,13 @@ final class MessageHub: Sendable {
     func publish(_ messages: [XMTPNodeStoredMessage]) {
         let current = listeners.withLock { Array($0.values) }
         for listener in current {
-            for message in messages where listener.groups.contains(message.groupID) { listener.deliver(message) }
+            listener.deliver(messages.filter { listener.groups.contains($0.groupID) })
         }
     }
 
     /// Ends every listener (the node is stopping).
     func finishAll() {
         let all = listeners.withLock { state -> [Listener] in defer { state.removeAll() }; return Array(state.values) }
-        for listener in all { listener.continuation.finish() }
+        for listener in all { listener.finish() }
     }
 }

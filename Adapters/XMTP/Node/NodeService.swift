@@ -242,8 +242,9 @@ final class NodeService: Sendable {
                 if !fresh.isEmpty { try await writer.write(fresh.reduce(into: Data()) { $0 += $1.streamLine }) }
                 if page.count < Self.replayPageSize { break }
             }
-            for await message in listener.stream where merge.admit(message) {
-                try await writer.write(message.streamLine)
+            while let batch = await listener.next() {
+                let fresh = merge.admit(batch)
+                if !fresh.isEmpty { try await writer.write(fresh.reduce(into: Data()) { $0 += $1.streamLine }) }
             }
             if listener.overflowed {
                 try await writer.write(XMTPNodeError(.resourceExhausted,
