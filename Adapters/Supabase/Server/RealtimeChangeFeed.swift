@@ -7,7 +7,8 @@ import SwitchboardPostgres
 /// The PostgreSQL side of realtime: a change-log table filled by row triggers, and a listener thread reading it.
 ///
 /// Every table of schema `public` gets an AFTER INSERT/UPDATE/DELETE row trigger that writes the change to
-/// `realtime.change_log` and notifies only the log id, so rows larger than a NOTIFY payload still arrive whole.
+/// `realtime.change_log` and notifies with an empty payload (a wake-up: one notification per transaction, and rows
+/// larger than a NOTIFY payload still arrive whole).
 /// The listener (its own connection) wakes on a notification or every second, reads every row after the last
 /// one seen (plus recent gaps, for transactions that committed out of id order) and hands each batch read (up to
 /// `batchLimit` new changes and the gaps found, in id order) to `dispatch`.
@@ -245,7 +246,6 @@ final class RealtimeChangeFeed: Sendable {
           old_key jsonb := NULL;
           key_columns text[] := coalesce(TG_ARGV, '{}'::text[]);
           key_column text;
-          change_id bigint;
         BEGIN
           IF old_row IS NOT NULL THEN
             IF cardinality(key_columns) = 0 THEN
@@ -258,9 +258,10 @@ final class RealtimeChangeFeed: Sendable {
             END IF;
           END IF;
           INSERT INTO realtime.change_log (schema_name, table_name, change_type, record, old_record, pk_columns)
-          VALUES (TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP, new_row, old_key, key_columns)
-          RETURNING id INTO change_id;
-          PERFORM pg_notify('switchboard_realtime', change_id::text);
+          VALUES (TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP, new_row, old_key, key_columns);
+          -- A wake-up only (the listener reads the log after the last id it saw): one payload for every row, so
+          -- PostgreSQL sends one notification per transaction, not one per row.
+          PERFORM pg_notify('switchboard_realtime', '');
           RETURN NULL;
         END
         $$;
