@@ -214,23 +214,9 @@ final class RealtimeOutbox: Sendable {
     /// The most frames handed to the writer at once.
     static let batchLimit = 256
 
-    private struct Queue {
-        var frames: [RealtimeOutboundFrame] = []
-        var head = 0
-        var finished = false
-    }
-
-    private let queue = Mutex(Queue())
-    /// Signals the writer that frames (or the end) arrived; holds at most one signal.
-    private let signals: AsyncStream<Void>
-    private let signal: AsyncStream<Void>.Continuation
+    private let queue = BatchQueue<RealtimeOutboundFrame>()
     private let pending = Atomic<Int>(0)
     private let overflowed = Atomic<Bool>(false)
-
-    /// An empty queue.
-    init() {
-        (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    }
 
     /// Whether the queue overflowed (the writer then closes the socket).
     var isOverflowed: Bool { overflowed.load(ordering: .relaxed) }
@@ -238,44 +224,16 @@ final class RealtimeOutbox: Sendable {
     /// Queues a frame (never blocks).
     func enqueue(_ frame: RealtimeOutboundFrame) {
         if pending.add(1, ordering: .relaxed).newValue > Self.limit { overflowed.store(true, ordering: .relaxed) }
-        let accepted = queue.withLock { queue -> Bool in
-            guard !queue.finished else { return false }
-            queue.frames.append(frame)
-            return true
-        }
-        if accepted { signal.yield() }
+        queue.append(frame)
     }
 
     /// The frames queued so far (up to `batchLimit`, oldest first), waiting while there are none; nil once the
     /// queue is finished and empty.
-    func next() async -> [RealtimeOutboundFrame]? {
-        var iterator = signals.makeAsyncIterator()
-        while true {
-            let (batch, finished) = queue.withLock { queue -> ([RealtimeOutboundFrame], Bool) in
-                let end = min(queue.frames.count, queue.head + Self.batchLimit)
-                let batch = Array(queue.frames[queue.head..<end])
-                queue.head = end
-                if queue.head == queue.frames.count {
-                    queue.frames.removeAll(keepingCapacity: true)
-                    queue.head = 0
-                } else if queue.head > 4096 {
-                    queue.frames.removeFirst(queue.head)
-                    queue.head = 0
-                }
-                return (batch, queue.finished)
-            }
-            if !batch.isEmpty { return batch }
-            if finished { return nil }
-            guard await iterator.next() != nil else { return nil }
-        }
-    }
+    func next() async -> [RealtimeOutboundFrame]? { await queue.next(limit: Self.batchLimit) }
 
     /// Records that `count` frames were written.
     func sent(_ count: Int) { pending.subtract(count, ordering: .relaxed) }
 
     /// Ends the queue; the writer stops after the frames already queued.
-    func finish() {
-        queue.withLock { $0.finished = true }
-        signal.yield()
-    }
+    func finish() { queue.finish() }
 }

@@ -1,4 +1,5 @@
 import Synchronization
+import SwitchboardNet
 
 /// Fans stored messages out to live subscriptions, in id order.
 ///
@@ -9,61 +10,36 @@ final class MessageHub: Sendable {
     final class Listener: Sendable {
         /// The groups it follows.
         let groups: Set<XMTPNodeGroupID>
-        private struct Queue {
-            var messages: [XMTPNodeStoredMessage] = []
-            var finished = false
-            var overflowed = false
-        }
-        private let queue = Mutex(Queue())
-        /// Wakes the writer; holds at most one signal.
-        private let signals: AsyncStream<Void>
-        private let signal: AsyncStream<Void>.Continuation
+        private let queue = BatchQueue<XMTPNodeStoredMessage>()
+        private let overflow = Atomic<Bool>(false)
         private let bufferLimit: Int
 
         /// Whether the queue overflowed (it then ended).
-        var overflowed: Bool { queue.withLock { $0.overflowed } }
+        var overflowed: Bool { overflow.load(ordering: .acquiring) }
 
         fileprivate init(groups: Set<XMTPNodeGroupID>, bufferLimit: Int) {
             self.groups = groups
             self.bufferLimit = bufferLimit
-            (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         }
 
         /// Queues `messages` (in publication order); a listener more than `bufferLimit` behind ends, overflowed.
+        /// Publication is serialised by the hub's callers, so the check and the append do not race each other.
         fileprivate func deliver(_ messages: [XMTPNodeStoredMessage]) {
             guard !messages.isEmpty else { return }
-            queue.withLock { queue in
-                guard !queue.finished else { return }
-                if queue.messages.count + messages.count > bufferLimit {
-                    queue.overflowed = true
-                    queue.finished = true
-                } else {
-                    queue.messages += messages
-                }
+            if queue.count + messages.count > bufferLimit {
+                overflow.store(true, ordering: .releasing)
+                queue.finish()
+            } else {
+                queue.append(contentsOf: messages)
             }
-            signal.yield()
         }
 
         /// Ends the queue; `next` returns what is queued, then nil.
-        fileprivate func finish() {
-            queue.withLock { $0.finished = true }
-            signal.yield()
-        }
+        fileprivate func finish() { queue.finish() }
 
         /// Every message queued so far, oldest first, waiting while there is none; nil once ended and drained (an
         /// overflowed listener hands out what it held before the overflow, then ends).
-        func next() async -> [XMTPNodeStoredMessage]? {
-            var iterator = signals.makeAsyncIterator()
-            while true {
-                let (batch, ended) = queue.withLock { queue -> ([XMTPNodeStoredMessage], Bool) in
-                    defer { queue.messages.removeAll(keepingCapacity: true) }
-                    return (queue.messages, queue.finished)
-                }
-                if !batch.isEmpty { return batch }
-                if ended { return nil }
-                guard await iterator.next() != nil else { return nil }
-            }
-        }
+        func next() async -> [XMTPNodeStoredMessage]? { await queue.next() }
     }
 
     private let listeners = Mutex<[ObjectIdentifier: Listener]>([:])
