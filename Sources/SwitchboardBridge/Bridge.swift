@@ -411,8 +411,15 @@ public actor Bridge {
     /// The `MessageID` of a source message: its key, else the map, else the derivation.
     private func resolve(_ remote: RemoteID, key: MessageID?, on side: BridgeSide) throws -> MessageID {
         if let key { return key }
-        if let mapped = try store.read({ try $0.messageID(backend: side.backend, remoteID: remote) }) { return mapped }
-        return MessageID.derived(backend: side.backend, remote: remote)
+        let backend = side.backend
+        return try store.read { tx in try Self.resolve(remote, key: nil, backend: backend, in: tx) }
+    }
+
+    /// `resolve` inside a transaction.
+    private static func resolve(_ remote: RemoteID, key: MessageID?, backend: BackendID,
+                                in tx: any StoreTransaction) throws -> MessageID {
+        if let key { return key }
+        return try tx.messageID(backend: backend, remoteID: remote) ?? MessageID.derived(backend: backend, remote: remote)
     }
 
     /// Records a mapping unless the same one exists.
@@ -532,8 +539,7 @@ public actor Bridge {
         return try store.read { tx in
             var states: [RemoteID: (id: MessageID, state: CopyState)] = [:]
             for message in candidates {
-                let id = try message.idempotencyKey ?? tx.messageID(backend: sourceBackend, remoteID: message.remoteID)
-                    ?? MessageID.derived(backend: sourceBackend, remote: message.remoteID)
+                let id = try Self.resolve(message.remoteID, key: message.idempotencyKey, backend: sourceBackend, in: tx)
                 states[message.remoteID] = (id, try Self.copyState(id, towards: targetBackend, in: tx))
             }
             return states

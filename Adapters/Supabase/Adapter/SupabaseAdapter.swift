@@ -209,15 +209,17 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// The newest version visible in the conversation, per table (messages, reactions, receipts; read at once).
     public func latestCursor(in conversation: ConversationID) async throws -> Cursor? {
-        func newest(_ table: String) async throws -> Int64 {
-            let rows = try await rest.select(table, [("select", "version"), ("conversation_id", "eq.\(conversation.rawValue)"),
-                                                     ("order", "version.desc"), ("limit", "1")])
-            return rows.first?["version"]?.intValue ?? 0
-        }
-        async let messages = newest("messages")
-        async let reactions = newest("reactions")
-        async let receipts = newest("receipts")
+        async let messages = newestVersion(of: "messages", in: conversation)
+        async let reactions = newestVersion(of: "reactions", in: conversation)
+        async let receipts = newestVersion(of: "receipts", in: conversation)
         return SupabaseChangeCursor(versions: try await [messages, reactions, receipts]).cursor
+    }
+
+    /// The newest version of `table`'s rows in the conversation (0 when it has none).
+    private func newestVersion(of table: String, in conversation: ConversationID) async throws -> Int64 {
+        let rows = try await rest.select(table, [("select", "version"), ("conversation_id", "eq.\(conversation.rawValue)"),
+                                                 ("order", "version.desc"), ("limit", "1")])
+        return rows.first?["version"]?.intValue ?? 0
     }
 
     /// A page of messages older than `cursor` by (created_at, id), oldest first, with their reactions and receipts.
@@ -278,9 +280,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let conversationFilter = ("conversation_id", "eq.\(conversation.rawValue)")
         // The newest message version first (see above); nil when every message is read.
         let ceiling: Int64? = skippingOwnPlainMessages
-            ? max(start.versions[0], try await rest.select("messages", [("select", "version"), conversationFilter,
-                                                                         ("order", "version.desc"), ("limit", "1")])
-                .first?["version"]?.intValue ?? 0)
+            ? max(start.versions[0], try await newestVersion(of: "messages", in: conversation))
             : nil
         let own = "\"" + localUser.rawValue.replacingOccurrences(of: "\\", with: "\\\\")
             .replacingOccurrences(of: "\"", with: "\\\"") + "\""

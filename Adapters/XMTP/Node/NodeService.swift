@@ -235,17 +235,18 @@ final class NodeService: Sendable {
             let listener = hub.add(groups: Set(parsed.cursors.keys))
             defer { hub.remove(listener) }
             var merge = SubscriptionMerge(cursors: parsed.cursors)
+            // The messages not sent yet, as one write of their lines.
+            func send(_ messages: [XMTPNodeStoredMessage]) async throws {
+                let fresh = merge.admit(messages)
+                if !fresh.isEmpty { try await writer.write(fresh.reduce(into: Data()) { $0 += $1.streamLine }) }
+            }
             while true {
                 let marks = merge.highWater
                 let page = try await runner.run { try store.messages(after: marks, limit: Self.replayPageSize) }
-                let fresh = merge.admit(page)
-                if !fresh.isEmpty { try await writer.write(fresh.reduce(into: Data()) { $0 += $1.streamLine }) }
+                try await send(page)
                 if page.count < Self.replayPageSize { break }
             }
-            while let batch = await listener.next() {
-                let fresh = merge.admit(batch)
-                if !fresh.isEmpty { try await writer.write(fresh.reduce(into: Data()) { $0 += $1.streamLine }) }
-            }
+            while let batch = await listener.next() { try await send(batch) }
             if listener.overflowed {
                 try await writer.write(XMTPNodeError(.resourceExhausted,
                                                      "the subscriber fell too far behind; resubscribe from the last id").streamLine)
