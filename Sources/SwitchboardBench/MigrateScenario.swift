@@ -90,7 +90,7 @@ enum MigrateScenario {
         let rows = (0..<count).map { index -> String in
             let metadata: JSONValue = ["bridge.sender": "author", "bridge.sentAt": .string(sentAt),
                                        "bridge.origin": .string("xmtp:" + String(format: "%064d", index))]
-            let fields = [UUID().uuidString.lowercased(), room.rawValue, sender.rawValue, "message \(index)", metadata.serialized]
+            let fields = [MessageID.make().rawValue, room.rawValue, sender.rawValue, "message \(index)", metadata.serialized]
             return fields.map(BareCopyConnection.escape).joined(separator: "\t") + "\n"
         }
         let connection = try BareCopyConnection(url: try servers.databaseURL())

@@ -69,7 +69,7 @@ enum SendScenario {
         latencies.reserveCapacity(samples)
         let base = Int64(Date().timeIntervalSince1970 * 1_000_000)
         for index in 0..<(warmup + samples) {
-            let id = UUID().uuidString.lowercased()
+            let id = MessageID.make().rawValue  // the kind of ID a send's row gets
             let start = clock.now
             try connection.execute("""
                 INSERT INTO messages (id, conversation, sender, text, metadata, ts, has_server_ts, delivery, is_outgoing)

@@ -35,8 +35,8 @@ public struct MessageID: StringIdentifier {
     /// Wraps an existing identifier.
     public init(_ rawValue: String) { self.rawValue = rawValue }
 
-    /// Mints a fresh random identifier at compose time, before any network call.
-    public static func make() -> MessageID { MessageID(UUID().uuidString.lowercased()) }
+    /// Mints a fresh time-ordered identifier (UUIDv7) at compose time, before any network call.
+    public static func make() -> MessageID { MessageID(UUIDv7.make()) }
 
     /// The deterministic identifier of a message first seen on `backend` as `remote`.
     public static func derived(backend: BackendID, remote: RemoteID) -> MessageID {
@@ -89,8 +89,8 @@ public struct AttachmentID: StringIdentifier {
     public let rawValue: String
     /// Wraps an attachment identifier.
     public init(_ rawValue: String) { self.rawValue = rawValue }
-    /// Mints a fresh random attachment identifier.
-    public static func make() -> AttachmentID { AttachmentID(UUID().uuidString.lowercased()) }
+    /// Mints a fresh, time-ordered (UUIDv7) attachment identifier.
+    public static func make() -> AttachmentID { AttachmentID(UUIDv7.make()) }
 }
 
 /// A position the server assigned (a sequence, a change version, a message ID); never an offset.

@@ -85,7 +85,7 @@ struct MessageIDTests {
             #expect(id.rawValue == id.rawValue.lowercased())
             #expect(id.rawValue.count == 36)
             let uuid = try #require(UUID(uuidString: id.rawValue))
-            #expect(uuid.uuid.6 >> 4 == 4, "random UUIDs are version 4")
+            #expect(uuid.uuid.6 >> 4 == 7, "fresh IDs are time-ordered version 7")
         }
     }
 
