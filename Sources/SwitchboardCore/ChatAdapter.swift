@@ -386,6 +386,12 @@ public protocol OwnMessageFilteringAdapter: ChatAdapter {
     /// `changes(in:after:limit:)` without the local user's messages that were neither edited nor deleted.
     func changesSkippingOwnPlainMessages(in conversation: ConversationID, after cursor: Cursor?,
                                          limit: Int) async throws -> ChangeBatch
+
+    /// `liveEvents(in:)` without changes to the local user's own messages (edited and deleted ones included).
+    ///
+    /// A wake-up for such a reader: the backend does not send its own copies back, so a change the same account
+    /// makes elsewhere is only seen at the reader's next read (a poll, or any other change).
+    func liveEventsSkippingOwnMessages(in conversation: ConversationID) -> AsyncStream<AdapterEvent>
 }
 
 /// An adapter whose `publishAll` sends a run of prepared messages in bulk (a few requests, not one per message)

@@ -123,6 +123,43 @@ struct SupabaseAdapterBehaviourTests {
         await fake.stop()
     }
 
+    /// The filtered live stream (a bridge's wake-up) never carries the reader's own messages, edited ones included,
+    /// nor messages of its other conversations; others' messages and everyone's reactions arrive as before.
+    @Test("live events skipping own messages: others' messages and all reactions arrive; own rows and other rooms do not")
+    func liveEventsSkippingOwnMessages() async throws {
+        let server = try await AdapterTestServer.start()
+        defer { Task { await server.stop() } }
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let me: UserID = "bridge \"two\", (c.d)\\"
+        let room = try await harness.createConversation(members: [me, "dora"])
+        let elsewhere = try await harness.createConversation(members: [me, "dora"])
+        let mine = Self.adapter(server, me), dora = Self.adapter(server, "dora")
+        let filtered = Recorder(mine.liveEventsSkippingOwnMessages(in: room))
+        let everything = Recorder(mine.liveEvents(in: room))
+        defer { filtered.task.cancel(); everything.task.cancel() }
+        try await Self.eventually("both joined") { filtered.connects >= 1 && everything.connects >= 1 }
+        func send(_ adapter: SupabaseAdapter, _ text: String, in conversation: ConversationID) async throws -> RemoteID {
+            let prepared = try await adapter.prepare(Self.outgoing(text, conversation, adapter.localUser), noSend: false)
+            return try #require(try await adapter.publish(prepared).remoteID)
+        }
+        let own = try await send(mine, "own", in: room)
+        let doras = try await send(dora, "dora", in: room)
+        _ = try await send(dora, "dora elsewhere", in: elsewhere)
+        try await mine.edit(own, in: room, text: "own (edited)")
+        try await mine.setReaction("👍", isActive: true, on: doras, in: room)
+        _ = try await send(dora, "dora last", in: room)
+        try await Self.eventually("the last message on both streams") {
+            filtered.messages.contains { $0.text == "dora last" } && everything.messages.contains { $0.text == "dora last" }
+        }
+        // The unfiltered stream saw the own message and its edit: the filtered one left exactly those out.
+        #expect(everything.messages.map(\.text) == ["own", "dora", "own (edited)", "dora last"])
+        #expect(filtered.messages.map(\.text) == ["dora", "dora last"])
+        let reactions = filtered.events.withLock { events in
+            events.compactMap { if case .change(.reaction(let reaction)) = $0 { reaction } else { nil } }
+        }
+        #expect(reactions.map(\.user) == [me], "reactions keep the conversation filter")
+    }
+
     /// The filtered change read leaves out only the reader's own plain messages, pages without gaps, and moves its
     /// cursor past what it left out (also for a user ID that has to be quoted in the filter).
     @Test("changes skipping own plain messages: others', own edited and own deleted arrive; the cursor moves past the rest")

@@ -282,8 +282,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let ceiling: Int64? = skippingOwnPlainMessages
             ? max(start.versions[0], try await newestVersion(of: "messages", in: conversation))
             : nil
-        let own = "\"" + localUser.rawValue.replacingOccurrences(of: "\\", with: "\\\\")
-            .replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        let own = SupabaseRows.quotedFilterValue(localUser.rawValue)
         func read(_ index: Int) async throws -> [JSONValue] {
             var query: [(String, String)] = [conversationFilter, ("version", "gt.\(start.versions[index])")]
             if index == 0, let ceiling {
@@ -319,9 +318,21 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Joins the conversation's realtime channel; reports `connected` on every (re)join so the engine resyncs.
     public func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> {
+        liveEvents(in: conversation, skippingOwnMessages: false)
+    }
+
+    /// Joins the conversation's realtime channel with its messages subscribed as
+    /// `conversation_id=eq.<id>,sender_id=neq."<me>"` (realtime ANDs comma-separated conditions): the server neither
+    /// checks nor sends the local user's own rows.
+    public func liveEventsSkippingOwnMessages(in conversation: ConversationID) -> AsyncStream<AdapterEvent> {
+        liveEvents(in: conversation, skippingOwnMessages: true)
+    }
+
+    private func liveEvents(in conversation: ConversationID, skippingOwnMessages: Bool) -> AsyncStream<AdapterEvent> {
         let (stream, continuation) = AsyncStream<AdapterEvent>.makeStream(bufferingPolicy: .unbounded)
         let connection = SupabaseRealtime(url: realtimeURL(), conversation: conversation, localUser: localUser,
-                                          tokens: rest.tokens, faults: configuration.faults, continuation: continuation)
+                                          skippingOwnMessages: skippingOwnMessages, tokens: rest.tokens,
+                                          faults: configuration.faults, continuation: continuation)
         let key = UUID()
         live.withLock { $0[key] = (conversation, connection) }
         continuation.onTermination = { [weak self] _ in

@@ -23,18 +23,21 @@ actor SupabaseRealtime {
     private var held: AdapterEvent?
     private let started = ContinuousClock.now
 
-    /// A live connection for `conversation` at the realtime `url`, yielding into `continuation`.
-    init(url: URL, conversation: ConversationID, localUser: UserID, tokens: SupabaseTokenSource, faults: AdapterFaults?,
-         continuation: AsyncStream<AdapterEvent>.Continuation) {
+    /// A live connection for `conversation` at the realtime `url`, yielding into `continuation`; with
+    /// `skippingOwnMessages` its messages are subscribed without the local user's own.
+    init(url: URL, conversation: ConversationID, localUser: UserID, skippingOwnMessages: Bool = false,
+         tokens: SupabaseTokenSource, faults: AdapterFaults?, continuation: AsyncStream<AdapterEvent>.Continuation) {
         self.tokens = tokens
         self.url = url
         self.conversation = conversation
         self.localUser = localUser
         self.faults = faults
         self.continuation = continuation
-        let filter = JSONValue.string("conversation_id=eq.\(conversation.rawValue)")
+        let inConversation = "conversation_id=eq.\(conversation.rawValue)"
+        let othersOnly = inConversation + ",sender_id=neq." + SupabaseRows.quotedFilterValue(localUser.rawValue)
         let changes: [JSONValue] = ["messages", "reactions", "receipts"].map { table in
-            ["event": "*", "schema": "public", "table": .string(table), "filter": filter]
+            let filter = skippingOwnMessages && table == "messages" ? othersOnly : inConversation
+            return ["event": "*", "schema": "public", "table": .string(table), "filter": .string(filter)]
         }
         let payload: JSONValue = ["config": ["broadcast": ["self": false, "ack": false],
                                              "presence": ["key": .string(localUser.rawValue)],

@@ -10,6 +10,11 @@ public enum SupabaseRows {
         return UUIDv5.make(namespace: UUIDv5.switchboardNamespace, name: "supabase-key\u{1F}" + id.rawValue)
     }
 
+    /// `value` as a double-quoted filter operand (`\\` and `\"` escaped), as PostgREST and realtime filters read it.
+    public static func quotedFilterValue(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+
     /// The metadata key that carries a non-UUID idempotency key, so receivers learn the original.
     public static let keyMetadata = "switchboard.key"
 
