@@ -63,6 +63,8 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     let store: XMTPLocalStore
     /// Group ciphers by conversation.
     private let ciphers = Mutex<[ConversationID: GroupCipher]>([:])
+    /// The runs of sequences the live streams stored without a gap (delta reads inside one stay local).
+    let coverage = Mutex(XMTPStreamCoverage())
 
     /// An adapter for `configuration`, sharing `http` when given; opens (creating) the local database.
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) throws {
@@ -378,18 +380,39 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     }
 
     /// Envelopes after the cursor in the node's order, each stored, then reported as the change it makes.
+    ///
+    /// Where a live stream has stored the group's envelopes after the cursor without a gap (`XMTPStreamCoverage`),
+    /// they are read from the local database instead of being fetched again; the node is asked only for what
+    /// follows the stored run. The changes are the same either way, except that a duplicate envelope (one whose
+    /// message an earlier sequence already carried) is not reported again; envelopes that could not be opened are
+    /// not stored, so a local page may end at a later sequence than the node's would.
     public func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
         try requireOnline()
         let limit = max(1, min(limit, 100))
         let after = try Self.sequence(of: cursor)
         let group = try groupID(conversation)
-        let envelopes = try await node.query(groupID: group, ascending: true, cursor: after, limit: limit)
-        let changes = try ingest(envelopes, in: conversation)
-        guard let last = envelopes.last?.sequence else {
-            return ChangeBatch(changes: [], cursor: Cursor("s:\(after)"), hasMore: false)
+        let hex = Digest.hex(group)
+        var changes: [RemoteChange] = []
+        var position = after, read = 0
+        if let through = coverage.withLock({ $0.coveredThrough(group: hex, after: after) }) {
+            let rows = try store.publishedRows(groupID: hex, after: Int64(clamping: after), through: Int64(clamping: through),
+                                               limit: limit)
+            changes = try store.reading {
+                try rows.flatMap { try self.changes(for: $0, stored: $0, in: conversation) }
+            }
+            if rows.count >= limit, let last = rows.last?.sequenceID {
+                try store.advanceRefreshCursor(hex, from: Int64(clamping: after), to: last)
+                return ChangeBatch(changes: changes, cursor: Cursor("s:\(last)"), hasMore: true)
+            }
+            position = through
+            read = rows.count
         }
-        try store.advanceRefreshCursor(Digest.hex(group), from: Int64(clamping: after), to: Int64(clamping: last))
-        return ChangeBatch(changes: changes, cursor: Cursor("s:\(last)"), hasMore: envelopes.count >= limit)
+        let remaining = limit - read
+        let envelopes = try await node.query(groupID: group, ascending: true, cursor: position, limit: remaining)
+        changes += try ingest(envelopes, in: conversation)
+        let last = envelopes.last?.sequence ?? position
+        if last > after { try store.advanceRefreshCursor(hex, from: Int64(clamping: after), to: Int64(clamping: last)) }
+        return ChangeBatch(changes: changes, cursor: Cursor("s:\(last)"), hasMore: envelopes.count >= remaining)
     }
 
     // MARK: live

@@ -4,7 +4,8 @@ import SwitchboardNet
 
 /// One conversation's live subscription: `subscribe-group-messages` read line by line, each envelope stored and
 /// reported as a change. Reconnects forever with capped jittered backoff, resuming after the last sequence it
-/// saw; honours `AdapterFaults` (drops, offline users, duplicated or reordered deliveries).
+/// stored; honours `AdapterFaults` (drops, offline users, duplicated or reordered deliveries). Reports the run of
+/// sequences it stored without a gap to the adapter (`XMTPStreamCoverage`), so delta reads of it stay local.
 actor XMTPLiveStream {
     /// The most envelopes stored in one transaction when a burst arrives.
     static let batchLimit = 256
@@ -16,8 +17,10 @@ actor XMTPLiveStream {
     private var task: Task<Void, Never>?
     private var current: HTTPLineStream?
     private var dropObserver: UUID?
-    /// The last sequence seen (nil before the first connect).
+    /// The last sequence stored (nil before the first connect).
     private var cursor: UInt64?
+    /// This stream's key in the adapter's coverage.
+    private let id = UUID()
     private var seen = Set<UInt64>()
     private var seenOrder: [UInt64] = []
     private var held: AdapterEvent?
@@ -47,6 +50,7 @@ actor XMTPLiveStream {
     /// Stops reconnecting and closes the subscription.
     func stop() {
         isStopped = true
+        adapter.coverage.withLock { $0.ended(id) }
         if let dropObserver { faults?.removeObserver(dropObserver) }
         dropObserver = nil
         task?.cancel()
@@ -83,6 +87,8 @@ actor XMTPLiveStream {
                         stream.cancel()
                         return
                     }
+                    let hex = Digest.hex(group), id = self.id, after = cursor ?? 0
+                    adapter.coverage.withLock { $0.subscribed(id, group: hex, after: after) }
                     current = stream
                     wasConnected = true
                     failures = 0
@@ -91,26 +97,38 @@ actor XMTPLiveStream {
                         // A burst of envelopes already received is stored in one transaction.
                         var envelopes: [XMTPNodeEnvelope] = []
                         var failure: String?
+                        var last = cursor ?? 0
+                        var batch = Set<UInt64>()
                         for line in [line] + stream.bufferedLines(limit: Self.batchLimit - 1) {
                             if line.isEmpty { continue }
-                            guard let json = JSONValue.parseOrNil(line) else { continue }
+                            guard let json = JSONValue.parseOrNil(line) else {
+                                unreadable()
+                                continue
+                            }
                             guard let result = json["result"] else {
                                 failure = json["error"]?["message"]?.stringValue ?? json["message"]?.stringValue ?? "stream error"
                                 break
                             }
-                            guard let envelope = XMTPNodeEnvelope(json: result) else { continue }
-                            cursor = max(cursor ?? 0, envelope.sequence)
-                            guard remember(envelope.sequence) else { continue }
-                            envelopes.append(envelope)
+                            guard let envelope = XMTPNodeEnvelope(json: result) else {
+                                unreadable()
+                                continue
+                            }
+                            last = max(last, envelope.sequence)
+                            if !seen.contains(envelope.sequence), batch.insert(envelope.sequence).inserted { envelopes.append(envelope) }
                         }
                         if !envelopes.isEmpty {
                             do {
-                                for change in try adapter.ingest(envelopes, in: conversation) { deliver(.change(change)) }
+                                let changes = try adapter.ingest(envelopes, in: conversation)
+                                for envelope in envelopes { remember(envelope.sequence) }
+                                for change in changes { deliver(.change(change)) }
                             } catch {
+                                // Resubscribed after the last sequence stored, the node replays these.
                                 reason = "storing an envelope failed: \(error)"
                                 break reading
                             }
                         }
+                        cursor = last
+                        adapter.coverage.withLock { $0.stored(id, through: last) }
                         if let failure {
                             reason = failure
                             break reading
@@ -135,14 +153,20 @@ actor XMTPLiveStream {
         }
     }
 
-    /// Records a sequence; false when it was already delivered by this stream.
-    private func remember(_ sequence: UInt64) -> Bool {
-        guard seen.insert(sequence).inserted else { return false }
+    /// Records a sequence this stream stored and delivered.
+    private func remember(_ sequence: UInt64) {
+        guard seen.insert(sequence).inserted else { return }
         seenOrder.append(sequence)
         if seenOrder.count > Self.seenLimit {
             seen.remove(seenOrder.removeFirst())
         }
-        return true
+    }
+
+    /// A line or envelope that could not be read (its sequence unknown): the stream's stored run ends before it, so
+    /// delta reads go to the node again until the stream resubscribes and starts a new run.
+    private func unreadable() {
+        let id = self.id
+        adapter.coverage.withLock { $0.ended(id) }
     }
 
     /// Yields a change, applying the duplicate / reorder faults when set.

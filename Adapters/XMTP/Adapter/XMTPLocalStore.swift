@@ -210,6 +210,18 @@ final class XMTPLocalStore: @unchecked Sendable {
         }
     }
 
+    /// The published rows of group `groupID` (hex) with a sequence in `after + 1 ... through`, in sequence order, at
+    /// most `limit`.
+    func publishedRows(groupID: String, after: Int64, through: Int64, limit: Int) throws -> [XMTPMessageRow] {
+        try with { db in
+            try db.query("""
+                SELECT \(Self.columns) FROM group_messages
+                WHERE group_id = ? AND sequence_id > ? AND sequence_id <= ? AND delivery_status = ?
+                ORDER BY sequence_id LIMIT ?
+                """, [groupID, after, through, XMTPDeliveryStatus.published.rawValue, Int64(limit)], Self.row)
+        }
+    }
+
     /// Inserts a locally prepared row unless one with its ID exists; returns the stored row.
     func insertPrepared(_ row: XMTPMessageRow) throws -> XMTPMessageRow {
         try with { db in
