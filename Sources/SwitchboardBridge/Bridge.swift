@@ -280,10 +280,11 @@ public actor Bridge {
         if let bulk, !run.isEmpty {
             try Task.checkCancellation()
             let staged = try await stage(run, from: source, to: target, via: bulk)
-            try await completeInFlight()
             let prepared = staged.prepared
-            inFlight = InFlightCopy(staged: staged, publish: Task { try await bulk.publishAll(prepared) },
-                                    cursor: batch.cursor, storedCursor: cursor)
+            try await completeInFlight(startingNext: {
+                InFlightCopy(staged: staged, publish: Task { try await bulk.publishAll(prepared) },
+                             cursor: batch.cursor, storedCursor: cursor)
+            })
             if stopping { try await completeInFlight() }
             return PassResult(moved: true, hasMore: batch.hasMore)
         }
@@ -311,8 +312,16 @@ public actor Bridge {
     }
 
     /// Waits for the batch in flight (if any), records it and stores its page's cursor.
-    private func completeInFlight() async throws {
-        guard let current = inFlight else { return }
+    ///
+    /// With `next`, the next batch's publish starts as soon as this one's has returned, before this one is recorded:
+    /// the target still receives the batches in order, and the bookkeeping leaves the publishes' critical path. A
+    /// kill or an error before the record leaves its copies pending in the ledger, to be published again under the
+    /// same keys (harmless), and its page's cursor unstored.
+    private func completeInFlight(startingNext next: (() -> InFlightCopy)? = nil) async throws {
+        guard let current = inFlight else {
+            inFlight = next?()
+            return
+        }
         inFlight = nil
         // The publish runs in a task of its own: cancelling the caller cancels it too, as a direct call would.
         let receipts = try await withTaskCancellationHandler {
@@ -320,6 +329,7 @@ public actor Bridge {
         } onCancel: {
             current.publish.cancel()
         }
+        inFlight = next?()
         try await finish(current.staged, receipts: receipts)
         let source = current.source
         if current.cursor != current.storedCursor {

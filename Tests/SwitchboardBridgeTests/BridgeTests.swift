@@ -260,6 +260,39 @@ struct BridgeTests {
         #expect(after.contains { $0.text == "alice 4 (edited)" })
     }
 
+    /// The next batch's publish starts as soon as the previous one's returned, before the previous batch is
+    /// recorded: the observer hearing the first batch's copies waits (up to 5 s) for the second publish to begin,
+    /// which never happens while the record comes first.
+    @Test("towards a bulk target the next batch's publish starts before the previous batch is recorded; order kept")
+    func nextPublishBeforeRecord() async throws {
+        let pair = try Pair(rightScheme: .clientAssigned)
+        defer { pair.remove() }
+        for index in 0..<9 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
+        let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 3, delay: .milliseconds(100))
+        var configuration = BridgeConfiguration()
+        configuration.batchSize = 3
+        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
+                                b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
+                                store: pair.store, configuration: configuration)
+        let overlapped = SeenFlag(), waited = SeenFlag()
+        let stats = try await bridge.catchUp(.aToB) { outcome in
+            guard case .copied = outcome, !waited.value else { return }
+            waited.set()
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline {
+                if target.events.filter({ $0.hasPrefix("publishAll begin") }).count >= 2 {
+                    overlapped.set()
+                    return
+                }
+                usleep(1_000)
+            }
+        }
+        #expect(stats.messagesAToB == 9)
+        #expect(overlapped.value, "events: \(target.events)")
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.map(\.text) == (0..<9).map { "alice \($0)" })
+    }
+
     @Test("both sides on one backend ID are refused with a clear error")
     func sameBackendRefused() throws {
         let backend = try MemoryBackend(scheme: .clientAssigned)
