@@ -12,8 +12,18 @@ public final class SQLiteConnection {
     /// Prepared statements by SQL text, reused across calls.
     private var statements: [String: SQLiteStatement] = [:]
 
+    /// The process-wide SQLite settings, applied once before the first connection opens (SQLite reads them when it
+    /// initialises): no memory statistics, whose upkeep serialises every allocation of every connection on one
+    /// global mutex (with several stores busy on different threads, a contended lock per allocation). Nothing
+    /// here reads `sqlite3_memory_used`. Returns SQLite's result code.
+    public static let processSettings: Int32 = csqlite_disable_memory_statistics()
+
+    /// The bytes SQLite's memory statistics count as in use: 0 while they are off (see `processSettings`).
+    public static var countedMemoryBytes: Int64 { sqlite3_memory_used() }
+
     /// Opens (creating if needed) the database at `path` for reading and writing.
     public init(path: String) throws {
+        _ = Self.processSettings
         self.path = path
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE

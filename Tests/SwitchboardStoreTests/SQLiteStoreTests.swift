@@ -25,6 +25,21 @@ struct SQLiteStoreTests {
         #expect(try RawDatabase(path: path).integer("PRAGMA application_id") == Int64(SQLiteStore.applicationID))
     }
 
+    /// SQLite keeps memory statistics by default, and their upkeep takes one process-wide mutex around every
+    /// allocation; the first connection turns them off (a busy bridge spent several percent of its CPU there).
+    @Test("SQLite's memory statistics are off in this process: allocations take no global lock")
+    func memoryStatisticsOff() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.path("store.sqlite"))
+        defer { store.close() }
+        try store.write { tx in
+            for index in 0..<100 { try tx.upsertMessage(Fixtures.message(MessageID("m\(index)"), text: String(repeating: "x", count: 500))) }
+        }
+        #expect(SQLiteConnection.processSettings == SQLITE_OK)
+        #expect(SQLiteConnection.countedMemoryBytes == 0, "SQLite counts its memory: statistics are on")
+    }
+
     @Test("Data survives closing and reopening a file store")
     func survivesReopen() throws {
         let directory = try TemporaryDirectory()
