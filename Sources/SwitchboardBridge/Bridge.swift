@@ -25,6 +25,8 @@ public actor Bridge {
     private var stats = BridgeStats()
     private var wake: AsyncStream<Void>.Continuation?
     private var liveTasks: [Task<Void, Never>] = []
+    /// Under `run()`: which sides' live streams (or the poll) signalled since the side was last read.
+    private var signals: SideSignals?
     private var stopping = false
     /// Per source backend, the next page being read while the current one is copied, with the cursor it reads
     /// after. Used only when the stored cursor still equals that one; the read has no effect on the bridge's state.
@@ -103,19 +105,26 @@ public actor Bridge {
     }
 
     /// `catchUp`'s loop of passes. While one direction reads full pages, the other (which then mostly reads the
-    /// bridge's own copies coming back) is read at most every `otherDirectionInterval`.
+    /// bridge's own copies coming back) is read at most every `otherDirectionInterval`, and under `run()` only
+    /// when its live stream (or the poll) has signalled something since it was last read.
     private func catchUpPasses(_ direction: Direction) async throws -> BridgeStats {
         let interval = configuration.otherDirectionInterval
         var forward = PassResult(moved: true, hasMore: false)
         var backward = PassResult(moved: direction == .both, hasMore: false)
         var readAt = (forward: ContinuousClock.now - interval, backward: ContinuousClock.now - interval)
+        /// Whether `side` may be skipped while the other side has a backlog.
+        func quiet(_ side: BridgeSide, readAt: ContinuousClock.Instant) -> Bool {
+            ContinuousClock.now - readAt < interval || signals?.isSignalled(side.backend) == false
+        }
         while true {
-            if !(backward.hasMore && ContinuousClock.now - readAt.forward < interval) {
+            if !(backward.hasMore && quiet(a, readAt: readAt.forward)) {
                 readAt.forward = ContinuousClock.now
+                signals?.clear(a.backend)
                 forward = try await pass(from: a, to: b)
             }
-            if direction == .both, !(forward.hasMore && ContinuousClock.now - readAt.backward < interval) {
+            if direction == .both, !(forward.hasMore && quiet(b, readAt: readAt.backward)) {
                 readAt.backward = ContinuousClock.now
+                signals?.clear(b.backend)
                 backward = try await pass(from: b, to: a)
             }
             if stopping {
@@ -132,17 +141,22 @@ public actor Bridge {
     /// Runs until the task is cancelled: live events (and a poll) trigger catch-up passes; errors back off and
     /// retry without dropping anything; typing is forwarded live.
     public func run() async {
-        let (signals, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let (wakes, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         wake = continuation
+        let signals = SideSignals(all: [a.backend, b.backend])
+        self.signals = signals
         startLive(from: a, to: b)
         startLive(from: b, to: a)
-        let poller = Task { [configuration] in
+        let poller = Task { [configuration, a, b] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: configuration.pollInterval)
+                signals.signal(a.backend)
+                signals.signal(b.backend)
                 continuation.yield()
             }
         }
         defer {
+            self.signals = nil
             poller.cancel()
             for task in liveTasks { task.cancel() }
             liveTasks = []
@@ -150,7 +164,7 @@ public actor Bridge {
         }
         var delay = configuration.retryBase
         continuation.yield()
-        for await _ in signals {
+        for await _ in wakes {
             if Task.isCancelled || stopping { break }
             do {
                 try await catchUp()
@@ -180,21 +194,22 @@ public actor Bridge {
     private func startLive(from source: BridgeSide, to target: BridgeSide) {
         let stream = (source.adapter as? any OwnMessageFilteringAdapter)?.liveEventsSkippingOwnMessages(in: source.conversation)
             ?? source.adapter.liveEvents(in: source.conversation)
-        let wake = self.wake
+        let wake = self.wake, signals = self.signals
         liveTasks.append(Task.detached {
             for await event in stream {
-                await Self.live(event, from: source, to: target, wake: wake)
+                await Self.live(event, from: source, to: target, wake: wake, signals: signals)
             }
         })
     }
 
     private static func live(_ event: AdapterEvent, from source: BridgeSide, to target: BridgeSide,
-                             wake: AsyncStream<Void>.Continuation?) async {
+                             wake: AsyncStream<Void>.Continuation?, signals: SideSignals?) async {
         switch event {
         case .typing(_, let user, let isTyping):
             guard user != source.adapter.localUser, let typing = target.adapter as? any TypingAdapter else { return }
             try? await typing.sendTyping(isTyping, in: target.conversation)
         case .change, .connection(.connected):
+            signals?.signal(source.backend)
             wake?.yield()
         case .connection(.disconnected):
             return

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import Synchronization
 
 /// One end of a bridged conversation pair: an adapter signed in as the bridge's account and a conversation.
 public struct BridgeSide: Sendable {
@@ -62,4 +63,31 @@ public struct BridgeStats: Sendable, Hashable {
 
     /// Zero counts.
     public init() {}
+}
+
+/// Which sides something may have changed on since they were last read: set by a side's live events (and the
+/// poll), cleared when a pass starts reading the side. A running bridge skips reading the quiet side while the
+/// other has a backlog.
+final class SideSignals: Sendable {
+    private let state: Mutex<Set<BackendID>>
+
+    /// Every side in `all` starts signalled (nothing has been read yet).
+    init(all: [BackendID]) {
+        state = Mutex(Set(all))
+    }
+
+    /// Something may have changed on `side`.
+    func signal(_ side: BackendID) {
+        _ = state.withLock { $0.insert(side) }
+    }
+
+    /// A pass starts reading `side`: what it reads covers every signal so far.
+    func clear(_ side: BackendID) {
+        _ = state.withLock { $0.remove(side) }
+    }
+
+    /// Whether `side` was signalled since it was last read.
+    func isSignalled(_ side: BackendID) -> Bool {
+        state.withLock { $0.contains(side) }
+    }
 }

@@ -293,6 +293,48 @@ struct BridgeTests {
         #expect(right.map(\.text) == (0..<9).map { "alice \($0)" })
     }
 
+    /// Under `run()`, while one side has a backlog the other is read only when its live stream (or the poll) has
+    /// signalled something: a quiet side is not polled every `otherDirectionInterval`, and a message posted there
+    /// still crosses.
+    @Test("a running bridge skips reading a quiet side while the other has a backlog; a signalled message still crosses")
+    func quietSideNotPolled() async throws {
+        let pair = try Pair(rightScheme: .clientAssigned)
+        defer { pair.remove() }
+        for index in 0..<600 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
+        let target = QuietBulkAdapter(RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 20,
+                                                           delay: .milliseconds(30)))
+        var configuration = BridgeConfiguration()
+        configuration.batchSize = 20
+        configuration.pollInterval = .seconds(30)
+        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
+                                b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
+                                store: pair.store, configuration: configuration)
+        let running = Task { await bridge.run() }
+        let started = ContinuousClock.now
+        var crossed = 0
+        while crossed < 600, ContinuousClock.now - started < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(20))
+            crossed = try await pair.messages(pair.right, "room-right", as: "bob").count
+        }
+        let backlog = ContinuousClock.now - started
+        let reads = target.filteredReads
+        #expect(crossed == 600)
+        #expect(backlog > .milliseconds(900), "30 batches of 30 ms each")
+        // Read when the run starts (and once more for each side's `connected`) and as the backlog ends; every 50 ms
+        // it would be 18 times or more.
+        #expect(reads <= 8, "the quiet side was read \(reads) times during a \(backlog) backlog")
+        _ = try await send(pair.bob, "bob", in: "room-right")
+        var left: [RemoteMessage] = []
+        while !left.contains(where: { $0.text == "bob" }), ContinuousClock.now - started < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(20))
+            left = try await pair.messages(pair.left, "room-left", as: "alice")
+        }
+        #expect(left.contains { $0.text == "bob" }, "a message on the quiet side wakes it")
+        running.cancel()
+        await bridge.stop()
+        await running.value
+    }
+
     @Test("both sides on one backend ID are refused with a clear error")
     func sameBackendRefused() throws {
         let backend = try MemoryBackend(scheme: .clientAssigned)
@@ -368,14 +410,88 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, Sendabl
     func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
         try await inner.history(in: conversation, before: cursor, limit: limit)
     }
-    /// Delegates.
+    /// Records and delegates.
     func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
-        try await inner.changes(in: conversation, after: cursor, limit: limit)
+        log.withLock { $0.append("changes") }
+        return try await inner.changes(in: conversation, after: cursor, limit: limit)
     }
     /// Delegates.
     func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
     /// Delegates.
     func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
         try await inner.edit(target, in: conversation, text: text)
+    }
+}
+
+/// A `RecordingBulkAdapter` whose backend leaves the local user's own messages out of filtered reads and live
+/// events, as the Supabase-like adapter does (`OwnMessageFilteringAdapter`).
+final class QuietBulkAdapter: BulkPublishingAdapter, OwnMessageFilteringAdapter, Sendable {
+    private let inner: RecordingBulkAdapter
+    private let readCount = Mutex(0)
+
+    /// Wraps `inner`.
+    init(_ inner: RecordingBulkAdapter) { self.inner = inner }
+
+    /// How many filtered reads the bridge made.
+    var filteredReads: Int { readCount.withLock { $0 } }
+
+    /// What happened, in order.
+    var events: [String] { inner.events }
+    /// The inner adapter's bulk size.
+    var bulkPublishLimit: Int { inner.bulkPublishLimit }
+    /// The inner adapter's backend.
+    var backend: BackendID { inner.backend }
+    /// The inner adapter's user.
+    var localUser: UserID { inner.localUser }
+    /// The inner adapter's capabilities.
+    var capabilities: AdapterCapabilities { inner.capabilities }
+
+    /// Delegates.
+    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+        try await inner.prepare(message, noSend: noSend)
+    }
+    /// Delegates.
+    func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt { try await inner.publish(prepared) }
+    /// Delegates.
+    func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] { try await inner.publishAll(prepared) }
+    /// Delegates.
+    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
+    /// Delegates.
+    func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
+        try await inner.history(in: conversation, before: cursor, limit: limit)
+    }
+    /// Delegates.
+    func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
+        try await inner.changes(in: conversation, after: cursor, limit: limit)
+    }
+    /// The inner changes without own plain messages, read on past pages of nothing else (counted once).
+    func changesSkippingOwnPlainMessages(in conversation: ConversationID, after cursor: Cursor?,
+                                         limit: Int) async throws -> ChangeBatch {
+        readCount.withLock { $0 += 1 }
+        var batch = try await inner.changes(in: conversation, after: cursor, limit: limit)
+        while true {
+            let kept = batch.changes.filter { change in
+                guard case .message(let message) = change else { return true }
+                return message.sender != localUser || message.editedAt != nil || message.deletedAt != nil
+            }
+            if !kept.isEmpty || !batch.hasMore { return ChangeBatch(changes: kept, cursor: batch.cursor, hasMore: batch.hasMore) }
+            batch = try await inner.changes(in: conversation, after: batch.cursor, limit: limit)
+        }
+    }
+    /// Delegates.
+    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
+    /// The inner live events without own messages.
+    func liveEventsSkippingOwnMessages(in conversation: ConversationID) -> AsyncStream<AdapterEvent> {
+        let events = inner.liveEvents(in: conversation), own = localUser
+        return AsyncStream { continuation in
+            let task = Task {
+                for await event in events {
+                    if case .change(.message(let message)) = event, message.sender == own { continue }
+                    continuation.yield(event)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 }
