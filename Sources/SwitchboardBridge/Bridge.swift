@@ -189,8 +189,10 @@ public actor Bridge {
 
     /// Listens to `source`'s live events off the actor: they only wake the pass loop (and typing is forwarded), so
     /// a burst of events does not queue one actor hop per message behind the pass in progress.
+    ///
     /// Where the backend can leave the bridge account's own messages out of its live events (they are the bridge's
-    /// copies coming back), it does: they would only wake a read that skips them.
+    /// copies coming back), it does: they would only wake a read that skips them. Each event also marks its side
+    /// as signalled (`SideSignals`).
     private func startLive(from source: BridgeSide, to target: BridgeSide) {
         let stream = (source.adapter as? any OwnMessageFilteringAdapter)?.liveEventsSkippingOwnMessages(in: source.conversation)
             ?? source.adapter.liveEvents(in: source.conversation)
