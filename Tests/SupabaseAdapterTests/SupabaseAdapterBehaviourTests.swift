@@ -123,6 +123,31 @@ struct SupabaseAdapterBehaviourTests {
         await fake.stop()
     }
 
+    /// `publishAll` sends the prepared row JSON as it is (in chunks, duplicates once); a prepared message without a
+    /// remote ID publishes under the `id` its payload holds; a payload that is no row is refused before any request.
+    @Test("publishAll sends prepared rows as they are; without a remote ID the payload's id is used; junk is refused")
+    func publishAllRawRows() async throws {
+        let server = try await AdapterTestServer.start()
+        defer { Task { await server.stop() } }
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let conversation = try await harness.createConversation(members: ["erin", "fred"])
+        let erin = Self.adapter(server, "erin")
+        var prepared: [PreparedMessage] = []
+        for index in 0..<5 { prepared.append(try await erin.prepare(Self.outgoing("bulk \(index)", conversation, "erin"), noSend: true)) }
+        var anonymous = prepared[4]
+        anonymous.remoteID = nil
+        let receipts = try await erin.publishAll(Array(prepared[0..<4]) + [anonymous, prepared[1]])
+        #expect(receipts.map(\.remoteID) == (prepared[0..<4] + [prepared[4], prepared[1]]).map(\.remoteID))
+        #expect(receipts.allSatisfy { $0.serverTime != nil })
+        let fred = Self.adapter(server, "fred")
+        let page = try await fred.history(in: conversation, before: nil, limit: 10)
+        #expect(page.messages.map(\.text).sorted() == (0..<5).map { "bulk \($0)" })
+        var junk = prepared[0]
+        junk.payload = Data("not a row".utf8)
+        let refusal = await #expect(throws: SwitchboardError.self) { _ = try await erin.publishAll([prepared[0], junk]) }
+        #expect(refusal?.code == .invalidArgument)
+    }
+
     /// The filtered live stream (a bridge's wake-up) never carries the reader's own messages, edited ones included,
     /// nor messages of its other conversations; others' messages and everyone's reactions arrive as before.
     @Test("live events skipping own messages: others' messages and all reactions arrive; own rows and other rooms do not")

@@ -131,50 +131,55 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// `return=representation` of `id,created_at` only); rows already there (a replay) are read back per chunk to check their sender and
     /// get their server time. Returns one receipt per message, in order; a message given twice is sent once.
     public func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
-        var ids: [String] = []
-        var rows: [JSONValue] = []
-        ids.reserveCapacity(prepared.count)
-        rows.reserveCapacity(prepared.count)
-        for message in prepared {
-            guard let row = JSONValue.parseOrNil(message.payload), let id = row["id"]?.stringValue else {
-                throw SwitchboardError(.invalidArgument, "prepared payload is not a message row")
-            }
-            ids.append(id)
-            rows.append(row)
-        }
+        let ids = try prepared.map(Self.rowID(of:))
         var times: [String: Date] = [:]
         var sent = Set<String>()
         var start = 0
-        while start < rows.count {
-            var chunk: [JSONValue] = []
+        while start < prepared.count {
+            // The prepared payloads are row JSON already: a chunk's body is their array, written as it is.
+            var body = Data("[".utf8)
             var chunkIDs: [String] = []
-            var bytes = 2
             var end = start
-            while end < rows.count, chunk.count < bulkPublishLimit {
+            while end < prepared.count, chunkIDs.count < bulkPublishLimit {
                 let size = prepared[end].payload.count + 1
-                if !chunk.isEmpty, bytes + size > Self.bulkBodyBytes { break }
+                if !chunkIDs.isEmpty, body.count + size + 1 > Self.bulkBodyBytes { break }
                 if sent.insert(ids[end]).inserted {
-                    chunk.append(rows[end])
+                    if !chunkIDs.isEmpty { body.append(UInt8(ascii: ",")) }
+                    body.append(prepared[end].payload)
                     chunkIDs.append(ids[end])
-                    bytes += size
                 }
                 end += 1
             }
-            if !chunk.isEmpty {
-                for (id, time) in try await upsertChunk(chunk, ids: chunkIDs) { times[id] = time }
+            body.append(UInt8(ascii: "]"))
+            if !chunkIDs.isEmpty {
+                for (id, time) in try await upsertChunk(body, ids: chunkIDs) { times[id] = time }
             }
             start = end
         }
         return ids.map { PublishReceipt(remoteID: RemoteID($0), serverTime: times[$0]) }
     }
 
-    /// Upserts one chunk of rows in one request; returns the server time of each row, inserted now or before.
-    private func upsertChunk(_ chunk: [JSONValue], ids: [String]) async throws -> [String: Date] {
+    /// The row ID a prepared message publishes under: its remote ID when its payload is a JSON object (as
+    /// `prepare` makes it), else the `id` its payload holds; invalid when neither.
+    static func rowID(of prepared: PreparedMessage) throws -> String {
+        let first = prepared.payload.first { !(" \t\r\n".utf8.contains($0)) }
+        if let remote = prepared.remoteID?.rawValue, first == UInt8(ascii: "{"), UUID(uuidString: remote) != nil {
+            return remote
+        }
+        guard let row = JSONValue.parseOrNil(prepared.payload), let id = row["id"]?.stringValue else {
+            throw SwitchboardError(.invalidArgument, "prepared payload is not a message row")
+        }
+        return id
+    }
+
+    /// Upserts one chunk of rows (a JSON array) in one request; returns the server time of each row, inserted now or
+    /// before.
+    private func upsertChunk(_ body: Data, ids: [String]) async throws -> [String: Date] {
         let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
         if delay > .zero { try await Task.sleep(for: delay) }
         if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
         let inserted = try await rest.write(.post, "messages", query: [("on_conflict", "id"), ("select", "id,created_at")],
-                                            body: .array(chunk), prefer: "resolution=ignore-duplicates,return=representation")
+                                            json: body, prefer: "resolution=ignore-duplicates,return=representation")
         if fault == .loseResponse {
             throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
         }

@@ -60,9 +60,14 @@ final class SupabaseREST: Sendable {
     /// A write (`POST`/`PATCH`) of `body` to `table` with `query` and `Prefer`; the returned rows.
     func write(_ method: HTTPMethod, _ table: String, query: [(String, String)], body: JSONValue,
                prefer: String) async throws -> [JSONValue] {
+        try await write(method, table, query: query, json: Data(body.serialized.utf8), prefer: prefer)
+    }
+
+    /// `write` with a body that is JSON text already.
+    func write(_ method: HTTPMethod, _ table: String, query: [(String, String)], json: Data,
+               prefer: String) async throws -> [JSONValue] {
         let request = HTTPRequest(method: method, url: url("/rest/v1/\(table)", query),
-                                  headers: headers(prefer: prefer, json: true), body: Data(body.serialized.utf8),
-                                  timeout: .seconds(30))
+                                  headers: headers(prefer: prefer, json: true), body: json, timeout: .seconds(30))
         return try Self.rows(try await send(request))
     }
 
