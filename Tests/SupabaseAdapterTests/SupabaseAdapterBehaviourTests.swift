@@ -58,6 +58,12 @@ struct SupabaseAdapterBehaviourTests {
         OutgoingMessage(id: .make(), conversation: conversation, sender: sender, text: text, createdAt: Date())
     }
 
+    /// Prepares and publishes `text` from `adapter`'s user in `conversation`; returns the row's remote ID.
+    private static func send(_ adapter: SupabaseAdapter, _ text: String, in conversation: ConversationID) async throws -> RemoteID {
+        let prepared = try await adapter.prepare(outgoing(text, conversation, adapter.localUser), noSend: false)
+        return try #require(try await adapter.publish(prepared).remoteID)
+    }
+
     @Test("presence: each member sees the other online; a member whose stream ends goes offline")
     func presence() async throws {
         let server = try await AdapterTestServer.start()
@@ -163,16 +169,12 @@ struct SupabaseAdapterBehaviourTests {
         let everything = Recorder(mine.liveEvents(in: room))
         defer { filtered.task.cancel(); everything.task.cancel() }
         try await Self.eventually("both joined") { filtered.connects >= 1 && everything.connects >= 1 }
-        func send(_ adapter: SupabaseAdapter, _ text: String, in conversation: ConversationID) async throws -> RemoteID {
-            let prepared = try await adapter.prepare(Self.outgoing(text, conversation, adapter.localUser), noSend: false)
-            return try #require(try await adapter.publish(prepared).remoteID)
-        }
-        let own = try await send(mine, "own", in: room)
-        let doras = try await send(dora, "dora", in: room)
-        _ = try await send(dora, "dora elsewhere", in: elsewhere)
+        let own = try await Self.send(mine, "own", in: room)
+        let doras = try await Self.send(dora, "dora", in: room)
+        _ = try await Self.send(dora, "dora elsewhere", in: elsewhere)
         try await mine.edit(own, in: room, text: "own (edited)")
         try await mine.setReaction("👍", isActive: true, on: doras, in: room)
-        _ = try await send(dora, "dora last", in: room)
+        _ = try await Self.send(dora, "dora last", in: room)
         try await Self.eventually("the last message on both streams") {
             filtered.messages.contains { $0.text == "dora last" } && everything.messages.contains { $0.text == "dora last" }
         }
@@ -195,22 +197,18 @@ struct SupabaseAdapterBehaviourTests {
         let me: UserID = "bridge \"one\", (a.b)\\"
         let conversation = try await harness.createConversation(members: [me, "dora"])
         let mine = Self.adapter(server, me), dora = Self.adapter(server, "dora")
-        func send(_ adapter: SupabaseAdapter, _ text: String) async throws -> RemoteID {
-            let prepared = try await adapter.prepare(Self.outgoing(text, conversation, adapter.localUser), noSend: false)
-            return try #require(try await adapter.publish(prepared).remoteID)
-        }
         var expected: [String] = []
         var editedTarget: RemoteID?, deletedTarget: RemoteID?
         for index in 0..<12 {
-            let own = try await send(mine, "own \(index)")
+            let own = try await Self.send(mine, "own \(index)", in: conversation)
             if index == 3 { editedTarget = own }
             if index == 7 { deletedTarget = own }
-            _ = try await send(dora, "dora \(index)")
+            _ = try await Self.send(dora, "dora \(index)", in: conversation)
             expected.append("dora \(index)")
         }
         try await mine.edit(try #require(editedTarget), in: conversation, text: "own 3 (edited)")
         try await mine.delete(try #require(deletedTarget), in: conversation)
-        for index in 0..<3 { _ = try await send(mine, "own tail \(index)") }
+        for index in 0..<3 { _ = try await Self.send(mine, "own tail \(index)", in: conversation) }
         // Pages of 5: every change but the own plain messages, in version order, without gaps or repeats.
         var cursor: Cursor?
         var messages: [RemoteMessage] = []

@@ -32,9 +32,14 @@ struct BridgeTests {
 
         /// A bridge over the pair's store (a new one models a restart).
         func bridge() throws -> Bridge {
+            try bridge(towards: right.makeAdapter(for: "bridge"))
+        }
+
+        /// A bridge from the left room to `target` in the right room, over the pair's store.
+        func bridge(towards target: any ChatAdapter, configuration: BridgeConfiguration = BridgeConfiguration()) throws -> Bridge {
             try Bridge(a: BridgeSide(name: "left", adapter: left.makeAdapter(for: "bridge"), conversation: "room-left"),
-                       b: BridgeSide(name: "right", adapter: right.makeAdapter(for: "bridge"), conversation: "room-right"),
-                       store: store)
+                       b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
+                       store: store, configuration: configuration)
         }
 
         /// Every message a backend holds in its room, oldest first, read through a fresh adapter's history.
@@ -220,9 +225,7 @@ struct BridgeTests {
         let lines = LogLines()
         var configuration = BridgeConfiguration()
         configuration.log = { lines.append($0) }
-        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
-                                b: BridgeSide(name: "right", adapter: pair.right.makeAdapter(for: "bridge"), conversation: "room-right"),
-                                store: pair.store, configuration: configuration)
+        let bridge = try pair.bridge(towards: pair.right.makeAdapter(for: "bridge"), configuration: configuration)
         try await bridge.catchUp()
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
         #expect(right.map(\.text) == ["Poll: lunch?"])
@@ -240,9 +243,7 @@ struct BridgeTests {
         let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 3, delay: .milliseconds(300))
         var configuration = BridgeConfiguration()
         configuration.batchSize = 3
-        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
-                                b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
-                                store: pair.store, configuration: configuration)
+        let bridge = try pair.bridge(towards: target, configuration: configuration)
         let stats = try await bridge.catchUp(.aToB)
         #expect(stats.messagesAToB == 6)
         let events = target.events
@@ -271,9 +272,7 @@ struct BridgeTests {
         let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 3, delay: .milliseconds(100))
         var configuration = BridgeConfiguration()
         configuration.batchSize = 3
-        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
-                                b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
-                                store: pair.store, configuration: configuration)
+        let bridge = try pair.bridge(towards: target, configuration: configuration)
         let overlapped = SeenFlag(), waited = SeenFlag()
         let stats = try await bridge.catchUp(.aToB) { outcome in
             guard case .copied = outcome, !waited.value else { return }
@@ -301,14 +300,11 @@ struct BridgeTests {
         let pair = try Pair(rightScheme: .clientAssigned)
         defer { pair.remove() }
         for index in 0..<600 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
-        let target = QuietBulkAdapter(RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 20,
-                                                           delay: .milliseconds(30)))
+        let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 20, delay: .milliseconds(30))
         var configuration = BridgeConfiguration()
         configuration.batchSize = 20
         configuration.pollInterval = .seconds(30)
-        let bridge = try Bridge(a: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
-                                b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
-                                store: pair.store, configuration: configuration)
+        let bridge = try pair.bridge(towards: target, configuration: configuration)
         let running = Task { await bridge.run() }
         let started = ContinuousClock.now
         var crossed = 0
@@ -364,10 +360,13 @@ final class LogLines: Sendable {
     var all: [String] { state.withLock { $0 } }
 }
 
-/// A memory adapter that publishes in bulk (slowly) and records prepares and bulk publishes in order.
-final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, Sendable {
+/// A memory adapter that publishes in bulk (slowly) and records prepares and bulk publishes in order; like the
+/// Supabase-like adapter, it can leave the local user's own messages out of reads and live events
+/// (`OwnMessageFilteringAdapter`), and counts the filtered reads.
+final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, OwnMessageFilteringAdapter, Sendable {
     private let inner: MemoryAdapter
     private let log = Mutex<[String]>([])
+    private let readCount = Mutex(0)
     private let delay: Duration
     /// The most messages per `publishAll`.
     let bulkPublishLimit: Int
@@ -381,6 +380,8 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, Sendabl
 
     /// What happened, in order.
     var events: [String] { log.withLock { $0 } }
+    /// How many filtered reads the bridge made.
+    var filteredReads: Int { readCount.withLock { $0 } }
     /// The inner adapter's backend.
     var backend: BackendID { inner.backend }
     /// The inner adapter's user.
@@ -404,56 +405,6 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, Sendabl
         log.withLock { $0.append("publishAll end") }
         return receipts
     }
-    /// Delegates.
-    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
-    /// Delegates.
-    func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
-        try await inner.history(in: conversation, before: cursor, limit: limit)
-    }
-    /// Records and delegates.
-    func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
-        log.withLock { $0.append("changes") }
-        return try await inner.changes(in: conversation, after: cursor, limit: limit)
-    }
-    /// Delegates.
-    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
-    /// Delegates.
-    func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
-        try await inner.edit(target, in: conversation, text: text)
-    }
-}
-
-/// A `RecordingBulkAdapter` whose backend leaves the local user's own messages out of filtered reads and live
-/// events, as the Supabase-like adapter does (`OwnMessageFilteringAdapter`).
-final class QuietBulkAdapter: BulkPublishingAdapter, OwnMessageFilteringAdapter, Sendable {
-    private let inner: RecordingBulkAdapter
-    private let readCount = Mutex(0)
-
-    /// Wraps `inner`.
-    init(_ inner: RecordingBulkAdapter) { self.inner = inner }
-
-    /// How many filtered reads the bridge made.
-    var filteredReads: Int { readCount.withLock { $0 } }
-
-    /// What happened, in order.
-    var events: [String] { inner.events }
-    /// The inner adapter's bulk size.
-    var bulkPublishLimit: Int { inner.bulkPublishLimit }
-    /// The inner adapter's backend.
-    var backend: BackendID { inner.backend }
-    /// The inner adapter's user.
-    var localUser: UserID { inner.localUser }
-    /// The inner adapter's capabilities.
-    var capabilities: AdapterCapabilities { inner.capabilities }
-
-    /// Delegates.
-    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
-        try await inner.prepare(message, noSend: noSend)
-    }
-    /// Delegates.
-    func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt { try await inner.publish(prepared) }
-    /// Delegates.
-    func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] { try await inner.publishAll(prepared) }
     /// Delegates.
     func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
     /// Delegates.
@@ -493,5 +444,9 @@ final class QuietBulkAdapter: BulkPublishingAdapter, OwnMessageFilteringAdapter,
             }
             continuation.onTermination = { _ in task.cancel() }
         }
+    }
+    /// Delegates.
+    func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
+        try await inner.edit(target, in: conversation, text: text)
     }
 }
