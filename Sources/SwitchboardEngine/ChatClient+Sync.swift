@@ -227,17 +227,20 @@ extension ChatClient {
         if let target = remote.replyTo {
             replyTo = try tx.messageID(backend: backend, remoteID: target) ?? MessageID.derived(backend: backend, remote: target)
         }
+        let isOwn = remote.sender == localUser
+        let arriving = Message(id: id, conversation: remote.conversation, sender: remote.sender,
+                               content: MessageContent(text: remote.text, replyTo: replyTo, attachments: remote.attachments,
+                                                       metadata: remote.metadata),
+                               timestamp: remote.sentAt.roundedToMicroseconds, hasServerTimestamp: true,
+                               editedAt: remote.editedAt?.roundedToMicroseconds,
+                               deletedAt: remote.deletedAt?.roundedToMicroseconds,
+                               delivery: isOwn ? .sent : .received, isOutgoing: isOwn)
+        // Unmapped is almost always new (a repeat of a stored message finds its mapping): insert first, and read
+        // the row only when one exists (an own message coming home before its mapping, say).
+        if mapped == nil, try tx.insertMessageIfAbsent(arriving) { return [.messageUpserted(arriving)] }
         guard var message = try tx.message(id) else {
-            let isOwn = remote.sender == localUser
-            let message = Message(id: id, conversation: remote.conversation, sender: remote.sender,
-                                  content: MessageContent(text: remote.text, replyTo: replyTo, attachments: remote.attachments,
-                                                          metadata: remote.metadata),
-                                  timestamp: remote.sentAt.roundedToMicroseconds, hasServerTimestamp: true,
-                                  editedAt: remote.editedAt?.roundedToMicroseconds,
-                                  deletedAt: remote.deletedAt?.roundedToMicroseconds,
-                                  delivery: isOwn ? .sent : .received, isOutgoing: isOwn)
-            try tx.insertNewMessage(message)
-            return [.messageUpserted(message)]
+            try tx.insertNewMessage(arriving)
+            return [.messageUpserted(arriving)]
         }
         let before = message
         if !message.hasServerTimestamp || message.timestamp != remote.sentAt.roundedToMicroseconds {

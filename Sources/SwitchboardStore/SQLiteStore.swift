@@ -91,9 +91,17 @@ public final class SQLiteStore: LeaseStore {
         connection.withLock { $0.close() }
     }
 
+    /// The page cache of the store's connection, in KiB (SQLite's default is 2,000).
+    static let pageCacheKiB = 8192
+
     /// The migration names recorded in the database, in the order they were applied.
     func appliedMigrations() throws -> [String] {
         try withConnection { try Migrations.appliedNames(in: $0) }
+    }
+
+    /// The store connection's `cache_size` setting (negative: KiB).
+    func pageCacheSize() throws -> Int {
+        try withConnection { try $0.queryFirst("PRAGMA cache_size") { $0.int(at: 0) } ?? 0 }
     }
 
     /// The store connection's automatic checkpoint threshold in pages (the fallback while `WALCheckpointer` works).
@@ -154,6 +162,10 @@ public final class SQLiteStore: LeaseStore {
             }
         }
         try connection.execute("PRAGMA synchronous = NORMAL")
+        // A burst of new messages (a replay after a reconnect, a long catch-up) writes at scattered places in the
+        // ID indexes; with SQLite's default 2 MB cache one large transaction spills dirty pages to the WAL and
+        // reads them back before it commits.
+        try connection.execute("PRAGMA cache_size = -\(pageCacheKiB)")
         try connection.execute("PRAGMA foreign_keys = ON")
         let foreignKeys = try connection.queryFirst("PRAGMA foreign_keys") { $0.int(at: 0) } ?? 0
         guard foreignKeys == 1 else {

@@ -91,25 +91,24 @@ final class SQLiteTransaction: StoreTransaction {
         try writeMessage(message, isNew: true)
     }
 
-    private func writeMessage(_ message: Message, isNew: Bool) throws {
+    /// Inserts the message unless a row with its ID exists (one index probe instead of a read and an insert).
+    func insertMessageIfAbsent(_ message: Message) throws -> Bool {
+        try writeMessage(message, isNew: true, keepExisting: true)
+    }
+
+    /// Writes the row, then its attachments and reactions; with `keepExisting` an existing row is left alone and
+    /// nothing is written. Returns whether the row was written.
+    @discardableResult
+    private func writeMessage(_ message: Message, isNew: Bool, keepExisting: Bool = false) throws -> Bool {
         try perform { connection in
             let (_, progress, failureReason, failureRetryable) = Self.deliveryColumns(message.delivery)
-            try connection.execute("""
-                INSERT INTO messages (\(Self.messageColumns))
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET
-                    conversation = excluded.conversation, sender = excluded.sender, text = excluded.text,
-                    reply_to = excluded.reply_to, metadata = excluded.metadata, ts = excluded.ts,
-                    has_server_ts = excluded.has_server_ts, edited_at = excluded.edited_at,
-                    deleted_at = excluded.deleted_at, delivery = excluded.delivery,
-                    delivery_progress = excluded.delivery_progress, failure_reason = excluded.failure_reason,
-                    failure_retryable = excluded.failure_retryable, is_outgoing = excluded.is_outgoing
-                """, [
+            try connection.execute(keepExisting ? Self.insertMessageIfAbsentSQL : Self.upsertMessageSQL, [
                     message.id, message.conversation, message.sender, message.content.text, message.content.replyTo,
                     StoreJSON.encode(message.content.metadata), message.timestamp, message.hasServerTimestamp,
                     message.editedAt, message.deletedAt, message.delivery.storageName, progress, failureReason,
                     failureRetryable, message.isOutgoing,
                 ])
+            if keepExisting && connection.changes == 0 { return false }
             if !isNew { try connection.execute("DELETE FROM attachments WHERE message_id = ?", [message.id]) }
             for (position, attachment) in message.content.attachments.enumerated() {
                 try insertAttachment(connection, attachment, of: message.id, position: position)
@@ -122,8 +121,29 @@ final class SQLiteTransaction: StoreTransaction {
                     ON CONFLICT (message_id, user_id, symbol) DO NOTHING
                     """, [message.id, reaction.user, reaction.symbol, reaction.at, position])
             }
+            return true
         }
     }
+
+    /// Inserts a message row, replacing every column of an existing one.
+    private static let upsertMessageSQL = """
+        INSERT INTO messages (\(messageColumns))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET
+            conversation = excluded.conversation, sender = excluded.sender, text = excluded.text,
+            reply_to = excluded.reply_to, metadata = excluded.metadata, ts = excluded.ts,
+            has_server_ts = excluded.has_server_ts, edited_at = excluded.edited_at,
+            deleted_at = excluded.deleted_at, delivery = excluded.delivery,
+            delivery_progress = excluded.delivery_progress, failure_reason = excluded.failure_reason,
+            failure_retryable = excluded.failure_retryable, is_outgoing = excluded.is_outgoing
+        """
+
+    /// Inserts a message row unless one with its ID exists.
+    private static let insertMessageIfAbsentSQL = """
+        INSERT INTO messages (\(messageColumns))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO NOTHING
+        """
 
     /// Moves a message from `expected` to `state` in one statement; false when absent or in another state.
     @discardableResult

@@ -116,6 +116,9 @@ public protocol StoreTransaction {
     func upsertMessage(_ message: Message) throws
     /// Inserts a message the caller has just seen absent in this transaction (a faster `upsertMessage`).
     func insertNewMessage(_ message: Message) throws
+    /// Inserts the message (with its attachments and reactions) unless one with its ID exists, which is left as
+    /// it was; returns whether it was inserted.
+    func insertMessageIfAbsent(_ message: Message) throws -> Bool
     /// Moves a message from delivery state `expected` to `state` (nothing else changes); false when the message
     /// is absent or in another state.
     @discardableResult
@@ -206,6 +209,13 @@ public protocol LeaseStore: Store {
 extension StoreTransaction {
     /// Stores without a dedicated insert path upsert.
     public func insertNewMessage(_ message: Message) throws { try upsertMessage(message) }
+
+    /// Reads, then inserts when absent (stores without a single-statement path).
+    public func insertMessageIfAbsent(_ message: Message) throws -> Bool {
+        guard try self.message(message.id) == nil else { return false }
+        try insertNewMessage(message)
+        return true
+    }
 
     /// Reads the message and upserts it with the new state (stores without a single-statement path).
     @discardableResult

@@ -110,6 +110,16 @@ struct SQLiteStoreTests {
         #expect(try raw.text("SELECT count(*) FROM messages") == String(WALCheckpointer.commitsPerCheckpoint + 1))
     }
 
+    @Test("The store's connection keeps an 8 MB page cache (a burst's dirty pages stay in it until the commit)")
+    func pageCache() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.path("store.sqlite"))
+        defer { store.close() }
+        #expect(SQLiteStore.pageCacheKiB == 8192)
+        #expect(try store.pageCacheSize() == -8192)
+    }
+
     @Test("Checkpoints run off the commit path and keep the WAL small; under writes without pause it stays bounded")
     func checkpointsOffTheCommitPath() async throws {
         let directory = try TemporaryDirectory()

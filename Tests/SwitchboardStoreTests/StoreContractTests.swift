@@ -62,6 +62,26 @@ struct StoreContractTests {
         #expect(try store.read { try $0.message(message.id) } == message)
     }
 
+    @Test("insertMessageIfAbsent inserts a new message whole and leaves an existing one exactly as it was",
+          arguments: StoreFactory.all)
+    func insertMessageIfAbsent(_ factory: StoreFactory) throws {
+        let opened = try factory.open()
+        defer { opened.close() }
+        let store = opened.store
+        var message = Fixtures.message(text: "first")
+        message.content.attachments = [Fixtures.attachment("a.png", upload: .uploaded)]
+        message.reactions = [Reaction(user: "amy", symbol: "👍", at: Fixtures.time(1))]
+        #expect(try store.write { try $0.insertMessageIfAbsent(message) })
+        #expect(try store.read { try $0.message(message.id) } == message)
+
+        var other = message
+        other.content = MessageContent(text: "second", attachments: [Fixtures.attachment("b.png", upload: .pending)])
+        other.reactions = []
+        other.delivery = .failed(reason: "x", retryable: true)
+        #expect(try store.write { try $0.insertMessageIfAbsent(other) } == false)
+        #expect(try store.read { try $0.message(message.id) } == message, "the stored row, attachments and reactions stay")
+    }
+
     @Test("updateDelivery moves a message only from the expected state and leaves everything else as it was",
           arguments: StoreFactory.all)
     func updateDeliveryFromExpectedState(_ factory: StoreFactory) throws {
