@@ -157,6 +157,15 @@ public struct RemoteMessage: Sendable, Hashable, Codable {
 }
 
 extension RemoteMessage {
+    /// Hashes what tells one message and version from another (the backend ID, edit and delete times) and not
+    /// the text, attachments and metadata: a repeated delivery is recognised with one cheap hash, and equality
+    /// still compares every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(remoteID)
+        hasher.combine(editedAt)
+        hasher.combine(deletedAt)
+    }
+
     /// The metadata key an adapter sets (to the content type) when it shows content it cannot translate as
     /// fallback text, so bridges and migrations can say so instead of passing it silently.
     public static let unsupportedContentKey = "switchboard.unsupportedContent"

@@ -14,34 +14,55 @@ public enum Digest {
 
     /// The SHA-1 digest of `data` (used only for UUIDv5, as RFC 9562 requires).
     public static func sha1(_ data: some Collection<UInt8>) -> [UInt8] {
-        var message = Array(data)
-        let bitLength = UInt64(message.count) * 8
-        message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
-        var w = [UInt32](repeating: 0, count: 80)
-        for chunk in stride(from: 0, to: message.count, by: 64) {
-            for i in 0..<16 {
-                let j = chunk + i * 4
-                w[i] = UInt32(message[j]) << 24 | UInt32(message[j + 1]) << 16 | UInt32(message[j + 2]) << 8 | UInt32(message[j + 3])
-            }
-            for i in 16..<80 { w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotatedLeft(1) }
-            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
-            for i in 0..<80 {
-                let (f, k): (UInt32, UInt32)
-                switch i {
-                case 0..<20: (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
-                case 20..<40: (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
-                case 40..<60: (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
-                default: (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
-                }
-                let temp = a.rotatedLeft(5) &+ f &+ e &+ k &+ w[i]
-                (e, d, c, b, a) = (d, c, b.rotatedLeft(30), a, temp)
-            }
-            h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e
+        // Padded to whole 64-byte blocks: 0x80, zeros, the bit length big-endian in the last 8 bytes.
+        let length = data.count
+        let blocks = (length + 8) / 64 + 1
+        var message = [UInt8](repeating: 0, count: blocks * 64)
+        message.withUnsafeMutableBufferPointer { buffer in
+            _ = buffer.initialize(fromContentsOf: data)
+            buffer[length] = 0x80
+            let bitLength = UInt64(length) * 8
+            for index in 0..<8 { buffer[buffer.count - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> (8 * index)) }
         }
-        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+        var (h0, h1, h2, h3, h4): (UInt32, UInt32, UInt32, UInt32, UInt32) =
+            (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 80) { w in
+            message.withUnsafeBufferPointer { bytes in
+                for chunk in stride(from: 0, to: bytes.count, by: 64) {
+                    for i in 0..<16 {
+                        let j = chunk + i * 4
+                        w[i] = UInt32(bytes[j]) << 24 | UInt32(bytes[j + 1]) << 16 | UInt32(bytes[j + 2]) << 8
+                            | UInt32(bytes[j + 3])
+                    }
+                    for i in 16..<80 { w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotatedLeft(1) }
+                    var (a, b, c, d, e) = (h0, h1, h2, h3, h4)
+                    for i in 0..<80 {
+                        let f: UInt32, k: UInt32
+                        if i < 20 {
+                            (f, k) = ((b & c) | (~b & d), 0x5A82_7999)
+                        } else if i < 40 {
+                            (f, k) = (b ^ c ^ d, 0x6ED9_EBA1)
+                        } else if i < 60 {
+                            (f, k) = ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
+                        } else {
+                            (f, k) = (b ^ c ^ d, 0xCA62_C1D6)
+                        }
+                        let temp = a.rotatedLeft(5) &+ f &+ e &+ k &+ w[i]
+                        (e, d, c, b, a) = (d, c, b.rotatedLeft(30), a, temp)
+                    }
+                    h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d; h4 &+= e
+                }
+            }
+        }
+        var digest = [UInt8]()
+        digest.reserveCapacity(20)
+        for word in [h0, h1, h2, h3, h4] {
+            digest.append(UInt8(truncatingIfNeeded: word >> 24))
+            digest.append(UInt8(truncatingIfNeeded: word >> 16))
+            digest.append(UInt8(truncatingIfNeeded: word >> 8))
+            digest.append(UInt8(truncatingIfNeeded: word))
+        }
+        return digest
     }
 
     /// Lowercase hex of `bytes`.
@@ -139,13 +160,25 @@ public enum UUIDv5 {
         let ns = namespace.uuid
         var input: [UInt8] = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7,
                               ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
-        input.append(contentsOf: Array(name.utf8))
-        var bytes = Array(Digest.sha1(input).prefix(16))
+        input.append(contentsOf: name.utf8)
+        var bytes = Digest.sha1(input)
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-        return uuid.uuidString.lowercased()
+        // 8-4-4-4-12 lowercase hex of the first 16 bytes.
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var out = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    text[out] = UInt8(ascii: "-")
+                    out += 1
+                }
+                text[out] = digits.utf8Start[Int(bytes[index] >> 4)]
+                text[out + 1] = digits.utf8Start[Int(bytes[index] & 0x0F)]
+                out += 2
+            }
+            return out
+        }
     }
 }
 
