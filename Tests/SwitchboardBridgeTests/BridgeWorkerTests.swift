@@ -17,10 +17,11 @@ struct BridgeWorkerTests {
         }
     }
 
-    /// A fast worker configuration named `name`.
+    /// A fast worker configuration named `name`. Hand-overs here go through `stop()`, which releases the lease,
+    /// so the lease can outlast a stall of the test process (a 1 s lease, renewed every 333 ms, was lost to one).
     private func configuration(_ name: String) -> BridgeWorkerConfiguration {
         var configuration = BridgeWorkerConfiguration(worker: name)
-        configuration.leaseSeconds = 1
+        configuration.leaseSeconds = 3
         configuration.leaseRetry = .milliseconds(100)
         configuration.bridge.pollInterval = .milliseconds(100)
         return configuration
