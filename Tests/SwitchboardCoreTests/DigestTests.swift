@@ -124,6 +124,12 @@ struct DigestTests {
         HashVector(abc448, "84983e441c3bd26ebaae4aa1f95129e5e54670f1"),
         HashVector("The quick brown fox jumps over the lazy dog", "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"),
         HashVector("one million \"a\"", millionA, "34aa973cd4c4daa4f61eeb2bdbad27316534016f"),
+        // Around the padding boundaries (55 bytes fit one block, 56 need two): values from Python's hashlib.
+        HashVector("55 × a", Array(repeating: UInt8(ascii: "a"), count: 55), "c1c8bbdc22796e28c0e15163d20899b65621d65a"),
+        HashVector("63 × a", Array(repeating: UInt8(ascii: "a"), count: 63), "03f09f5b158a7a8cdad920bddc29b81c18a551f5"),
+        HashVector("64 × a", Array(repeating: UInt8(ascii: "a"), count: 64), "0098ba824b5c16427bd7a1122a5a442a25ec644d"),
+        HashVector("119 × a", Array(repeating: UInt8(ascii: "a"), count: 119), "ee971065aaa017e0632a8ca6c77bb3bf8b1dfc56"),
+        HashVector("120 × a", Array(repeating: UInt8(ascii: "a"), count: 120), "f34c1488385346a55709ba056ddd08280dd4c6d6"),
     ])
     func sha1Vectors(_ vector: HashVector) {
         let digest = Digest.sha1(vector.input)
