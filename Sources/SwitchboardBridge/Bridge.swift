@@ -9,7 +9,10 @@ import SwitchboardStore
 /// that key, record the mapping, `publish`. Because the key is the idempotency key everywhere, a re-run after a
 /// kill republishes harmlessly. A change whose message is already mapped on the other side is an echo or an
 /// update (edit, delete); reactions and receipts follow the map, and wait in the persisted queue when their
-/// target is not bridged yet. Each side's change cursor advances only after its batch is fully bridged.
+/// target is not bridged yet. So does a reply whose target has no copy yet (a source that orders its feed by
+/// change version lists a target edited after its reply after the reply): it is copied, linked, right after its
+/// target's copy, or unlinked (the target's ID in `bridge.replyTo`) once the source has nothing more to read and
+/// its target still has no copy. Each side's change cursor advances only after its batch is fully bridged.
 ///
 /// With `BridgeConfiguration.batchCopies` (the default) and towards a `BulkPublishingAdapter`, runs of
 /// consecutive plain new messages (no reply, no attachment, not deleted, not the bridge's own) are copied in
@@ -33,6 +36,12 @@ public actor Bridge {
     private var readAhead: [BackendID: (after: Cursor?, page: Task<ChangeBatch, any Error>)] = [:]
     /// The batch whose `publishAll` is on its way while the next page is read and staged (see `pass`).
     private var inFlight: InFlightCopy?
+    /// Source backends known to have no reply waiting for its target's copy (see `deferReply`).
+    private var noWaitingReplies: Set<BackendID> = []
+    /// Source backends whose waiting replies the store was asked about (once per bridge, at its first pass).
+    private var repliesLookedUp: Set<BackendID> = []
+    /// Source remote IDs copied since waiting replies were last looked at, per source backend.
+    private var copiedSinceReplyCheck: [BackendID: [RemoteID]] = [:]
 
     /// A bridge between `a` and `b` keeping its map, cursors and queue in `store`.
     public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) throws {
@@ -251,6 +260,7 @@ public actor Bridge {
         }
         let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
         let span = max(1, bulk?.bulkPublishLimit ?? 1)
+        try lookUpWaitingReplies(from: source, to: target)
         let batch = try await page(of: source, after: cursor, span: span)
         if batch.hasMore, !stopping, batch.cursor != cursor {
             let adapter = source.adapter, conversation = source.conversation, next = batch.cursor
@@ -292,6 +302,7 @@ public actor Bridge {
             }
             states = [:]
             try await completeInFlight()
+            try await copyRepliesToCopiedTargets(from: source, to: target)
             try await bridge(change, from: source, to: target)
         }
         if let bulk, !run.isEmpty {
@@ -303,6 +314,7 @@ public actor Bridge {
                              cursor: batch.cursor, storedCursor: cursor)
             })
             if stopping { try await completeInFlight() }
+            if !batch.hasMore, !stopping { try await copyWaitingReplies(from: source, to: target) }
             return PassResult(moved: true, hasMore: batch.hasMore)
         }
         // The previous page's batch from this side is recorded before this page's cursor; one from the other side
@@ -310,6 +322,11 @@ public actor Bridge {
         if ownInFlight { try await completeInFlight() }
         if batch.cursor != cursor {
             try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
+        }
+        if !batch.hasMore, !stopping {
+            try await copyWaitingReplies(from: source, to: target)
+        } else {
+            try await copyRepliesToCopiedTargets(from: source, to: target)
         }
         return PassResult(moved: !batch.changes.isEmpty || batch.hasMore, hasMore: batch.hasMore)
     }
@@ -468,7 +485,8 @@ public actor Bridge {
         try tx.insertMapping(mapping)
     }
 
-    private func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) async throws {
+    private func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
+                               repliesMayWait: Bool = true) async throws {
         let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
         try record(id, message.remoteID, on: source)
         switch try copyState(id, on: target) {
@@ -484,6 +502,7 @@ public actor Bridge {
             counted(message, id: id, from: source)
             if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
             try await flushWaiting(for: id, on: target)
+            try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
             return
         case .new:
             break
@@ -506,7 +525,13 @@ public actor Bridge {
             replyTo = try replyID.flatMap { original in
                 try store.read { try $0.remoteID(of: original, backend: targetBackend, part: 0) }
             }
-            if replyTo == nil { metadata["bridge.replyTo"] = reply.rawValue }
+            if replyTo == nil {
+                if repliesMayWait {
+                    try deferReply(message, to: reply, from: source, to: target)
+                    return
+                }
+                metadata["bridge.replyTo"] = reply.rawValue
+            }
         }
         let attachments = try await rehost(message.attachments, from: source, to: target)
         let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: replyTo, metadata: metadata,
@@ -518,6 +543,7 @@ public actor Bridge {
         _ = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
         counted(message, id: id, from: source)
         try await flushWaiting(for: id, on: target)
+        try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
     }
 
     /// Where the copy of a message towards a target stands in the store.
@@ -710,6 +736,10 @@ public actor Bridge {
             }
         }
         for planned in run { counted(planned.message, id: planned.id, from: source) }
+        if !noWaitingReplies.contains(source.backend) {
+            // Replies waiting for these are copied at the pass's next safe point (nothing in flight then).
+            copiedSinceReplyCheck[source.backend, default: []] += run.map(\.message.remoteID)
+        }
         let waitKeys = run.map { Self.waitKey($0.id, target) }
         let waited = try store.read { tx in try run.indices.filter { !(try tx.pendingOperations(waitingOn: waitKeys[$0]).isEmpty) } }
         for index in waited { try await flushWaiting(for: run[index].id, on: target) }
@@ -832,5 +862,85 @@ public actor Bridge {
 
     private static func waitKey(_ id: MessageID, _ target: BridgeSide) -> String {
         "bridge:\(target.backend):\(id)"
+    }
+
+    // MARK: - Replies whose target has no copy yet
+
+    /// The wait key of replies from `source` to its message `reply` (by source remote ID: the target may not have
+    /// been read yet, so its `MessageID` is not known).
+    private static func replyWaitKey(_ reply: RemoteID, from source: BridgeSide, to target: BridgeSide) -> String {
+        replyWaitPrefix(from: source, to: target) + reply.rawValue
+    }
+
+    /// The prefix every reply wait key from `source` to `target` starts with.
+    private static func replyWaitPrefix(from source: BridgeSide, to target: BridgeSide) -> String {
+        "bridge-reply:\(target.backend):\(source.backend):"
+    }
+
+    /// Once per bridge and source: notes whether replies from an earlier run still wait (none: nothing to look up).
+    private func lookUpWaitingReplies(from source: BridgeSide, to target: BridgeSide) throws {
+        guard repliesLookedUp.insert(source.backend).inserted else { return }
+        let prefix = Self.replyWaitPrefix(from: source, to: target)
+        let waiting = try store.read { try $0.allPendingOperations() }.contains { $0.kind == "reply" && $0.waitKey.hasPrefix(prefix) }
+        if !waiting { noWaitingReplies.insert(source.backend) }
+    }
+
+    /// Persists `message`, a reply whose target `reply` has no copy on `target` yet, to be copied once it has
+    /// (`copyReplies(waitingFor:)`) or once the source has nothing more to read (`copyWaitingReplies`). A newer
+    /// version of the same reply replaces the one waiting.
+    private func deferReply(_ message: RemoteMessage, to reply: RemoteID, from source: BridgeSide,
+                            to target: BridgeSide) throws {
+        let key = Self.replyWaitKey(reply, from: source, to: target)
+        let payload = try JSONEncoder().encode(message)
+        try store.write { tx in
+            for waiting in try tx.pendingOperations(waitingOn: key)
+            where (try? JSONDecoder().decode(RemoteMessage.self, from: waiting.payload))?.remoteID == message.remoteID {
+                try tx.removePending(waiting.id)
+            }
+            _ = try tx.enqueuePending(PendingOperation(waitKey: key, kind: "reply", payload: payload, createdAt: Date()))
+        }
+        noWaitingReplies.remove(source.backend)
+    }
+
+    /// Copies the replies that waited for the source messages copied since the last look (batches note theirs).
+    private func copyRepliesToCopiedTargets(from source: BridgeSide, to target: BridgeSide) async throws {
+        guard let copied = copiedSinceReplyCheck.removeValue(forKey: source.backend) else { return }
+        try await copyReplies(waitingFor: copied, from: source, to: target)
+    }
+
+    /// Copies, linked, the replies that waited for `copied` (source remote IDs whose copies now exist).
+    private func copyReplies(waitingFor copied: [RemoteID], from source: BridgeSide, to target: BridgeSide) async throws {
+        guard !noWaitingReplies.contains(source.backend), !copied.isEmpty else { return }
+        let keys = copied.map { Self.replyWaitKey($0, from: source, to: target) }
+        let waiting = try store.read { tx in try keys.flatMap { try tx.pendingOperations(waitingOn: $0) } }
+        try await copyWaiting(waiting, from: source, to: target)
+    }
+
+    /// Copies every reply from `source` still waiting (the source has nothing more to read now): linked when its
+    /// target's copy appeared meanwhile, else unlinked with `bridge.replyTo`, like a reply to a message never copied.
+    private func copyWaitingReplies(from source: BridgeSide, to target: BridgeSide) async throws {
+        guard !noWaitingReplies.contains(source.backend) else { return }
+        try await copyRepliesToCopiedTargets(from: source, to: target)
+        let prefix = Self.replyWaitPrefix(from: source, to: target)
+        let waiting = try store.read { try $0.allPendingOperations() }.filter { $0.kind == "reply" && $0.waitKey.hasPrefix(prefix) }
+        try await copyWaiting(waiting, from: source, to: target)
+        noWaitingReplies.insert(source.backend)
+        copiedSinceReplyCheck[source.backend] = nil
+    }
+
+    /// Copies waiting replies in the order they were deferred and drops each from the queue once copied (a kill in
+    /// between copies it again next time, harmlessly: it is bridged by then). A reply deleted at the source
+    /// meanwhile is not copied.
+    private func copyWaiting(_ waiting: [PendingOperation], from source: BridgeSide, to target: BridgeSide) async throws {
+        guard !waiting.isEmpty else { return }
+        try await completeInFlight()
+        for entry in waiting.sorted(by: { $0.id < $1.id }) {
+            if let message = try? JSONDecoder().decode(RemoteMessage.self, from: entry.payload) {
+                let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
+                let deleted = try store.read { try $0.message(id) }?.deletedAt != nil
+                if !deleted { try await bridgeMessage(message, from: source, to: target, repliesMayWait: false) }
+            }
+            try store.write { try $0.removePending(entry.id) }
+        }
     }
 }

@@ -110,6 +110,81 @@ struct BridgeTests {
         #expect(right.count == 3)
     }
 
+    /// Sends a target, a reply to it, then edits the target: the left side's feed (ordered by change version)
+    /// lists the reply before its target. Returns their remote IDs.
+    private func replyBeforeItsTarget(_ pair: Pair) async throws -> (target: RemoteID, reply: RemoteID) {
+        _ = try await send(pair.alice, "before", in: "room-left")
+        let target = try await send(pair.alice, "target", in: "room-left")
+        let reply = try await send(pair.alice, "the reply", in: "room-left", replyTo: target)
+        _ = try await send(pair.alice, "after", in: "room-left")
+        try await pair.alice.edit(target, in: "room-left", text: "target (edited)")
+        let feed = try await pair.left.makeAdapter(for: "bridge").changes(in: "room-left", after: nil, limit: 10)
+        let order = feed.changes.compactMap { change -> RemoteID? in if case .message(let m) = change { m.remoteID } else { nil } }
+        #expect(try #require(order.firstIndex(of: reply)) < #require(order.firstIndex(of: target)), "the feed must list the reply first")
+        return (target, reply)
+    }
+
+    /// The right side's copy of the left message `remote`.
+    private func copy(of remote: RemoteID, in right: [RemoteMessage]) throws -> RemoteMessage {
+        try #require(right.first { $0.metadata["bridge.origin"] == "left:\(remote)" })
+    }
+
+    @Test("a reply read before its target (edited after the reply) waits for the target's copy and links to it",
+          arguments: [false, true])
+    func replyBeforeItsTargetLinks(batched: Bool) async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let (target, reply) = try await replyBeforeItsTarget(pair)
+        let bridge = batched
+            ? try pair.bridge(towards: RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 10, delay: .zero))
+            : try pair.bridge()
+        let stats = try await bridge.catchUp()
+        #expect(stats.messagesAToB == 4)
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.count == 4, "right holds \(right.map(\.text))")
+        let copyOfTarget = try copy(of: target, in: right), copyOfReply = try copy(of: reply, in: right)
+        #expect(copyOfTarget.text == "target (edited)")
+        #expect(copyOfReply.replyTo == copyOfTarget.remoteID, "the reply's copy links to the target's copy")
+        #expect(copyOfReply.metadata["bridge.replyTo"] == nil)
+        #expect(try pair.store.read { try $0.allPendingOperations() }.isEmpty, "nothing left waiting")
+        try await pair.bridge().catchUp()
+        #expect(try await pair.messages(pair.right, "room-right", as: "bob").count == 4, "a restarted bridge adds nothing")
+    }
+
+    @Test("a waiting reply survives a failed run: the restarted bridge copies the target once and links the reply")
+    func waitingReplySurvivesARestart() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let target = try await send(pair.alice, "target", in: "room-left")
+        let reply = try await send(pair.alice, "the reply", in: "room-left", replyTo: target)
+        try await pair.alice.edit(target, in: "room-left", text: "target (edited)")
+        // The reply is put to wait; the target's publish goes through but its response is lost: the run fails.
+        pair.right.faults.loseNextPublishResponses(1)
+        await #expect(throws: (any Error).self) { try await pair.bridge().catchUp() }
+        #expect(try pair.store.read { try $0.allPendingOperations() }.count == 1, "the reply waits in the store")
+        try await pair.bridge().catchUp()
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.count == 2, "right holds \(right.map(\.text))")
+        #expect(try copy(of: reply, in: right).replyTo == copy(of: target, in: right).remoteID)
+        #expect(try pair.store.read { try $0.allPendingOperations() }.isEmpty)
+    }
+
+    @Test("a reply whose target is deleted before it is copied still crosses, unlinked, naming the target")
+    func replyToADeletedTarget() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let target = try await send(pair.alice, "target", in: "room-left")
+        let reply = try await send(pair.alice, "the reply", in: "room-left", replyTo: target)
+        try await pair.alice.delete(target, in: "room-left")
+        let stats = try await pair.bridge().catchUp()
+        #expect(stats.messagesAToB == 1)
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.map(\.text) == ["the reply"])
+        let copyOfReply = try copy(of: reply, in: right)
+        #expect(copyOfReply.replyTo == nil && copyOfReply.metadata["bridge.replyTo"] == target.rawValue)
+        #expect(try pair.store.read { try $0.allPendingOperations() }.isEmpty)
+    }
+
     @Test("a publish whose response is lost is retried under the same key: one copy on the other side")
     func lostResponse() async throws {
         let pair = try Pair(rightScheme: .contentDerived)

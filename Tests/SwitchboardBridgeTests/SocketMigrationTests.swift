@@ -65,11 +65,10 @@ struct SocketMigrationTests {
         let resumedDone = ContinuousClock.now
 
         // 3. The XMTP side, through a fresh adapter: each live message once, its final text, the replies linked.
-        //    Known bug: the Socket-style change feed orders by `version`, which an edit bumps, so the edited 373 is
-        //    copied after its reply 380, whose copy then carries only `bridge.replyTo` instead of the link.
+        //    The Socket-style change feed orders by `version`, which an edit bumps, so the edited 373 is read after
+        //    its reply 380: the reply waits for 373's copy and then links to it.
         let xmtp = try await migration.xmtpContents()
-        expectCopies(xmtp, of: seeded, side: "xmtp", bridge: servers.xmtp.bridgeInbox, sender: servers.erin,
-                     lostLinks: [seeded.sent[380].id])
+        expectCopies(xmtp, of: seeded, side: "xmtp", bridge: servers.xmtp.bridgeInbox, sender: servers.erin)
 
         // 4. Run again with --verify: nothing copied, all present, the deleted one skipped, verification clean.
         let again = try await migration.runJSON(["--verify"])
@@ -235,9 +234,8 @@ func seedHistory(_ adapter: any EditingAdapter & DeletingAdapter, in conversatio
 }
 
 /// The target holds each live seeded message once (nothing else), with its final text, sent by `bridge` in
-/// `sender`'s name, and each reply (a known issue for those in `lostLinks`) points at its target's copy.
-func expectCopies(_ contents: SideContents, of seeded: SeededHistory, side: String, bridge: UserID, sender: UserID,
-                  lostLinks: Set<MessageID> = []) {
+/// `sender`'s name, and each reply points at its target's copy.
+func expectCopies(_ contents: SideContents, of seeded: SeededHistory, side: String, bridge: UserID, sender: UserID) {
     expectEachOnce(contents, name: side, sent: seeded.live)
     let copies = Dictionary(contents.messages.compactMap { message in message.idempotencyKey.map { ($0, message) } },
                             uniquingKeysWith: { first, _ in first })
@@ -258,13 +256,7 @@ func expectCopies(_ contents: SideContents, of seeded: SeededHistory, side: Stri
         let problem = "\(side): the copy of reply \(reply) ('\(copies[reply]?.text ?? "missing")') links "
             + "\(linked.map { "\($0)" } ?? "nothing") (bridge.replyTo \(copies[reply]?.metadata["bridge.replyTo"] ?? "-")), "
             + "expected the copy of '\(copies[target]?.text ?? "missing")' \(expected.map { "\($0)" } ?? "(missing)")"
-        if lostLinks.contains(reply) {
-            withKnownIssue("a reply copied before its target (edited after the reply) loses its link") {
-                #expect(linked != nil && linked == expected, "\(problem)")
-            }
-        } else {
-            #expect(linked != nil && linked == expected, "\(problem)")
-        }
+        #expect(linked != nil && linked == expected, "\(problem)")
     }
     let stray = contents.messages.filter { $0.replyTo != nil && $0.idempotencyKey.map { seeded.replies[$0] == nil } ?? true }
     #expect(stray.isEmpty, "\(side): \(stray.count) copies reply though their original does not, e.g. \(stray.first?.text ?? "")")
