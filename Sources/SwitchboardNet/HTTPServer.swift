@@ -33,6 +33,10 @@ public final class HTTPServer: Sendable {
         public var webSocketPingInterval: Duration = .seconds(20)
         /// The largest WebSocket message accepted after reassembly; bigger ones close the connection with 1009.
         public var maxWebSocketMessageSize = 16 << 20
+        /// How many received WebSocket messages may wait for the handler to read them: a client that gets further
+        /// ahead (a flood, or a handler that stopped reading) is cut off with 1008, so it cannot grow the server's
+        /// memory without bound.
+        public var maxUnreadWebSocketMessages = 16_384
         /// How long a handler may take to return its response before the client gets 503 (`nil`: no limit).
         /// The handler's task is cancelled then. Each waiting request holds a worker thread, so a limit keeps
         /// stuck handlers from exhausting the pool.

@@ -358,7 +358,8 @@ final class HTTPServerCore: Sendable {
         let wire = HTTPServerWire(connection: connection)
         let head = wire.requestHead()
         let request = head?.request(body: Data()) ?? HTTPServerRequest(method: .get, path: "/")
-        let channel = WebSocketChannel(role: .server, maxMessageSize: configuration.maxWebSocketMessageSize)
+        let channel = WebSocketChannel(role: .server, maxMessageSize: configuration.maxWebSocketMessageSize,
+                                       maxUnreadMessages: configuration.maxUnreadWebSocketMessages)
         let socket = WebSocketConnection(request: request, channel: channel,
                                          closeTimeout: configuration.closeHandshakeTimeout)
         channel.attach(connection)

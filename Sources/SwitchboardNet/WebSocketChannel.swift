@@ -33,7 +33,9 @@ final class WebSocketChannel: Sendable {
     }
 
     let role: Role
-    /// Incoming messages, ending with a `.close` frame.
+    /// How many received messages may wait for the reader (nil: no limit).
+    let maxUnreadMessages: Int?
+    /// Incoming messages, ending with a `.close` frame (which may be missing after a cut-off for falling behind).
     let frames: AsyncStream<WebSocketFrame>
     /// Fires when civetweb has left the read loop (the peer's close arrived, the connection failed or dropped).
     let ended = CivetwebCompletion()
@@ -43,11 +45,27 @@ final class WebSocketChannel: Sendable {
     private let sink = Mutex<(any WebSocketByteSink)?>(nil)
     private let pings = Mutex(Pings())
 
-    init(role: Role, maxMessageSize: Int) {
+    /// A channel; with `maxUnreadMessages`, a peer that gets that many messages ahead of the reader is cut off
+    /// with 1008 instead of growing the queue without bound.
+    init(role: Role, maxMessageSize: Int, maxUnreadMessages: Int? = nil) {
         self.role = role
-        (frames, continuation) = AsyncStream.makeStream(of: WebSocketFrame.self, bufferingPolicy: .unbounded)
+        self.maxUnreadMessages = maxUnreadMessages.map { max(1, $0) }
+        let policy: AsyncStream<WebSocketFrame>.Continuation.BufferingPolicy =
+            self.maxUnreadMessages.map { .bufferingOldest($0) } ?? .unbounded
+        (frames, continuation) = AsyncStream.makeStream(of: WebSocketFrame.self, bufferingPolicy: policy)
         machine = Mutex(WebSocketStateMachine(maxMessageSize: maxMessageSize))
     }
+
+    /// Queues `frames` for the reader; false when the queue was full (the caller then ends the connection).
+    private func deliver(_ frames: [WebSocketFrame]) -> Bool {
+        for frame in frames {
+            if case .dropped = continuation.yield(frame) { return false }
+        }
+        return true
+    }
+
+    /// The close reason when the reader falls `maxUnreadMessages` behind.
+    private var backlogReason: String { "more than \(maxUnreadMessages ?? 0) messages unread" }
 
     /// Whether messages may still be sent.
     var isOpen: Bool { machine.withLock { $0.canSend } }
@@ -68,7 +86,10 @@ final class WebSocketChannel: Sendable {
     func frameReceived(bits: UInt8, payload: Data) -> Bool {
         let reaction = machine.withLock { $0.frameReceived(bits: bits, payload: payload) }
         if let reply = reaction.reply { _ = writeToSink(reply) }
-        for frame in reaction.deliver { continuation.yield(frame) }
+        guard deliver(reaction.deliver) else {
+            failFromReader(code: .policyViolation, reason: backlogReason)
+            return false
+        }
         if let pong = reaction.pong { pongReceived(pong) }
         return reaction.keepReading
     }
@@ -91,7 +112,10 @@ final class WebSocketChannel: Sendable {
         let data = payload.map { Data(bytes: $0, count: length) } ?? Data()
         let reaction = machine.withLock { $0.frameReceived(bits: UInt8(truncatingIfNeeded: bits), payload: data) }
         if let reply = reaction.reply { _ = write(reply, on: pointer) }
-        for frame in reaction.deliver { continuation.yield(frame) }
+        guard deliver(reaction.deliver) else {
+            closeNow(on: pointer, code: .policyViolation, reason: backlogReason)
+            return false
+        }
         if let pong = reaction.pong { pongReceived(pong) }
         return reaction.keepReading
     }

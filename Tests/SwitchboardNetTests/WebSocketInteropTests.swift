@@ -311,6 +311,48 @@ extension NetworkSuites {
             }
         }
 
+        @Test("a client that gets more messages ahead than the handler has read is cut off with 1008; the handler reads those queued, then the end")
+        func unreadLimit() async throws {
+            var configuration = HTTPServer.Configuration()
+            configuration.maxUnreadWebSocketMessages = 8
+            let server = HTTPServer(configuration: configuration)
+            let release = AsyncStream<Void>.makeStream()
+            let observations = WebSocketObservations()
+            server.webSocket("/ws") { connection in
+                var gate = release.stream.makeAsyncIterator()
+                _ = await gate.next()  // reads nothing until released
+                for await frame in connection.frames { observations.record(frame) }
+                observations.connectionEnded()
+            }
+            let port = try server.start()
+            defer { Task { await server.stop() } }
+            let socket = try await Self.rawWebSocket(port: port)
+            var burst = Data()
+            for index in 0..<50 { burst.append(Self.maskedFrame(first: 0x81, payload: Data("m\(index)".utf8))) }
+            try await socket.send(burst)
+            let (reply, closed) = try await socket.receive(timeout: .seconds(5))
+            let bytes = [UInt8](reply)
+            #expect(bytes.count >= 4 && bytes[0] == 0x88, "expected a close frame: \(bytes)")
+            if bytes.count >= 4 { #expect(UInt16(bytes[2]) << 8 | UInt16(bytes[3]) == 1008) }
+            #expect(closed, "the server kept reading past the limit")
+            release.continuation.yield()
+            #expect(try await observations.waitForEnds(1))
+            let texts = observations.all.compactMap { frame -> String? in if case .text(let text) = frame { text } else { nil } }
+            #expect(texts == (0..<8).map { "m\($0)" }, "the queued messages, in order, and no more")
+
+            // The default limit leaves an ordinary burst alone.
+            try await withEchoServer { _, port, _ in
+                let client = WebSocketClient()
+                try await client.connect(url: URL(string: "ws://127.0.0.1:\(port)/ws")!)
+                var frames = client.frames.makeAsyncIterator()
+                try await client.send((0..<500).map { WebSocketFrame.text("n\($0)") })
+                var echoed = 0
+                while echoed < 500, case .text? = await frames.next() { echoed += 1 }
+                #expect(echoed == 500)
+                await client.close()
+            }
+        }
+
         @Test("a peer that never answers pings is dropped after civetweb's unanswered-ping limit")
         func silentPeer() async throws {
             try await withEchoServer({ $0.webSocketPingInterval = .milliseconds(100) }) { _, port, observations in
