@@ -18,11 +18,16 @@ public final class PostgresCluster: Sendable {
 
     /// The cluster's data directory.
     public let dataDirectory: URL
+    /// The process whose exit stops the server (see `init`).
+    public let owner: pid_t
     private let state: Mutex<State>
 
-    /// Describes a cluster in `dataDirectory` on `port`, or on a free port chosen at start when `nil`.
-    public init(dataDirectory: URL, port: Int? = nil) {
+    /// Describes a cluster in `dataDirectory` on `port`, or on a free port chosen at start when `nil`. Once
+    /// started, the server stops when process `owner` (this one by default) ends, even when it is killed and
+    /// cannot stop the server itself: a watchdog started with the server checks every second.
+    public init(dataDirectory: URL, port: Int? = nil, owner: pid_t = getpid()) {
         self.dataDirectory = dataDirectory.standardizedFileURL
+        self.owner = owner
         self.state = Mutex(State(port: port))
     }
 
@@ -63,6 +68,7 @@ public final class PostgresCluster: Sendable {
                     asPostgres: runAsPostgres, step: "pg_ctl start")
             state.port = port
             state.running = true
+            try startWatchdog()
             return Self.url(port: port)
         }
     }
@@ -77,7 +83,29 @@ public final class PostgresCluster: Sendable {
         }
     }
 
+    /// The server's process ID from `postmaster.pid` (its first line), or nil when the file is missing.
+    public var serverProcess: pid_t? {
+        guard let text = try? String(contentsOf: dataDirectory.appendingPathComponent("postmaster.pid"), encoding: .utf8),
+              let line = text.split(separator: "\n").first else { return nil }
+        return pid_t(line.trimmingCharacters(in: .whitespaces))
+    }
+
     // MARK: - Private
+
+    /// Starts a detached shell loop that waits while both `owner` and the server live, then, if the owner is gone
+    /// and `postmaster.pid` still names the same server (not one started since), asks it for a fast shutdown
+    /// (SIGINT). It exits on its own when the server stops first.
+    private func startWatchdog() throws {
+        guard let server = serverProcess else { throw failure("pg_ctl start left no postmaster.pid in \(dataDirectory.path)") }
+        let script = """
+            ( while [ -e /proc/$1 ] && [ -e /proc/$2 ]; do sleep 1; done
+              if [ -e /proc/$2 ] && [ "$(head -n 1 "$3/postmaster.pid" 2>/dev/null)" = "$2" ]; then kill -INT "$2"; fi
+            ) </dev/null >/dev/null 2>&1 &
+            """
+        try execute(URL(fileURLWithPath: "/bin/sh"),
+                    ["-c", script, "switchboard-pg-watchdog", String(owner), String(server), dataDirectory.path],
+                    step: "starting the cluster's watchdog")
+    }
 
     private var logURL: URL { dataDirectory.appendingPathComponent("server.log") }
 

@@ -124,6 +124,31 @@ struct PostgresConnectionTests {
 
 @Suite("PostgreSQL cluster")
 struct PostgresClusterTests {
+    @Test("the server stops by itself when its owner process ends without stopping it (a killed test or server)")
+    func stopsWhenOwnerEnds() async throws {
+        let root = try PostgresTestCluster.makeTemporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let owner = Process()
+        owner.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        owner.arguments = ["60"]
+        try owner.run()
+        let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("data"), owner: owner.processIdentifier)
+        defer { try? cluster.stop() }
+        let url = try cluster.start()
+        let server = try #require(cluster.serverProcess)
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(FileManager.default.fileExists(atPath: "/proc/\(server)"), "the server runs while its owner lives")
+        #expect(try PostgresConnection(url: url).query("SELECT 1").rows == [["1"]])
+        kill(owner.processIdentifier, SIGKILL)
+        owner.waitUntilExit()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while FileManager.default.fileExists(atPath: "/proc/\(server)"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/proc/\(server)"), "the server outlived its owner")
+        #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
+    }
+
     @Test("stop and start twice keeps data; stop is idempotent")
     func stopStartTwice() throws {
         let root = try PostgresTestCluster.makeTemporaryRoot()
