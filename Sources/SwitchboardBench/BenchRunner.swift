@@ -16,6 +16,13 @@ public enum BenchRunner {
         var notes: [String] = []
         var notBuilt: [String] = []
         if options.runs < 3 { notes.append("only \(options.runs) run(s) per figure: min/max say little") }
+        if scenarios.contains(where: \.isBuilt), let busy = await busyCoresBeforeRun() {
+            let cores = ProcessInfo.processInfo.activeProcessorCount
+            if let note = backgroundLoadNote(busyCores: busy, cores: cores) {
+                progress("warning: " + note)
+                notes.append(note)
+            }
+        }
         for scenario in scenarios {
             guard scenario.isBuilt else {
                 notBuilt.append(scenario.rawValue)
@@ -31,5 +38,24 @@ public enum BenchRunner {
         }
         return BenchReport(command: command, date: date, machine: .current(), figures: figures, notes: notes,
                            notBuilt: notBuilt)
+    }
+
+    /// How many cores other processes kept busy over one second before the run (the bench itself sleeps), or nil
+    /// when `/proc/stat` cannot be read.
+    static func busyCoresBeforeRun() async -> Double? {
+        guard let start = MachineCPU.busySeconds() else { return nil }
+        let clock = ContinuousClock()
+        let began = clock.now
+        try? await Task.sleep(for: .seconds(1))
+        guard let end = MachineCPU.busySeconds() else { return nil }
+        return (end - start) / max(0.001, BenchStatistics.seconds(clock.now - began))
+    }
+
+    /// The report note when other processes used more than a tenth of a core before the run, else nil: every
+    /// figure shares the machine with them, and the ratios hold better than the absolute figures.
+    static func backgroundLoadNote(busyCores: Double, cores: Int) -> String? {
+        guard busyCores > 0.1 else { return nil }
+        return "the machine was not quiet: other processes kept \(String(format: "%.1f", busyCores)) of \(cores) cores busy "
+            + "in the second before the run; absolute figures will be low (ratios to baselines measured alongside hold better)"
     }
 }

@@ -35,6 +35,23 @@ import Testing
         #expect(mark.microseconds(per: 0) == nil)
     }
 
+    /// A busy machine before the run is reported; a quiet one is not.
+    @Test func backgroundLoad() async throws {
+        #expect(BenchRunner.backgroundLoadNote(busyCores: 0.05, cores: 2) == nil)
+        let note = try #require(BenchRunner.backgroundLoadNote(busyCores: 1.5, cores: 2))
+        #expect(note.contains("1.5 of 2 cores"), "\(note)")
+        // While this test spins a thread, the sample sees at least part of a core busy.
+        let spinning = Task.detached {
+            let clock = ContinuousClock(), start = clock.now
+            var spin = 0
+            while clock.now - start < .milliseconds(1500) { spin &+= 1 }
+            return spin
+        }
+        let busy = try #require(await BenchRunner.busyCoresBeforeRun())
+        #expect(await spinning.value > 0)
+        #expect(busy >= 0.5, "a spinning thread shows as busy: \(busy)")
+    }
+
     /// A summary keeps median, min and max.
     @Test func summary() {
         let summary = BenchSummary([5, 1, 3])
