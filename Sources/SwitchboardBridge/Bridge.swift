@@ -880,9 +880,13 @@ public actor Bridge {
     /// Once per bridge and source: notes whether replies from an earlier run still wait (none: nothing to look up).
     private func lookUpWaitingReplies(from source: BridgeSide, to target: BridgeSide) throws {
         guard repliesLookedUp.insert(source.backend).inserted else { return }
+        if try waitingReplies(from: source, to: target).isEmpty { noWaitingReplies.insert(source.backend) }
+    }
+
+    /// Every reply from `source` waiting for its target's copy on `target`, from the store.
+    private func waitingReplies(from source: BridgeSide, to target: BridgeSide) throws -> [PendingOperation] {
         let prefix = Self.replyWaitPrefix(from: source, to: target)
-        let waiting = try store.read { try $0.allPendingOperations() }.contains { $0.kind == "reply" && $0.waitKey.hasPrefix(prefix) }
-        if !waiting { noWaitingReplies.insert(source.backend) }
+        return try store.read { try $0.allPendingOperations() }.filter { $0.kind == "reply" && $0.waitKey.hasPrefix(prefix) }
     }
 
     /// Persists `message`, a reply whose target `reply` has no copy on `target` yet, to be copied once it has
@@ -920,12 +924,10 @@ public actor Bridge {
     /// target's copy appeared meanwhile, else unlinked with `bridge.replyTo`, like a reply to a message never copied.
     private func copyWaitingReplies(from source: BridgeSide, to target: BridgeSide) async throws {
         guard !noWaitingReplies.contains(source.backend) else { return }
-        try await copyRepliesToCopiedTargets(from: source, to: target)
-        let prefix = Self.replyWaitPrefix(from: source, to: target)
-        let waiting = try store.read { try $0.allPendingOperations() }.filter { $0.kind == "reply" && $0.waitKey.hasPrefix(prefix) }
-        try await copyWaiting(waiting, from: source, to: target)
-        noWaitingReplies.insert(source.backend)
+        // All of them, so the copied targets noted since the last look need no lookup of their own.
         copiedSinceReplyCheck[source.backend] = nil
+        try await copyWaiting(try waitingReplies(from: source, to: target), from: source, to: target)
+        noWaitingReplies.insert(source.backend)
     }
 
     /// Copies waiting replies in the order they were deferred and drops each from the queue once copied (a kill in

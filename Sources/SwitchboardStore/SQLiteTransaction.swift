@@ -125,10 +125,15 @@ final class SQLiteTransaction: StoreTransaction {
         }
     }
 
-    /// Inserts a message row, replacing every column of an existing one.
-    private static let upsertMessageSQL = """
+    /// Inserts a message row (every column bound); the two statements below add what happens on an existing ID.
+    private static let insertMessageSQL = """
         INSERT INTO messages (\(messageColumns))
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// Inserts a message row, replacing every column of an existing one.
+    private static let upsertMessageSQL = insertMessageSQL + """
+
         ON CONFLICT (id) DO UPDATE SET
             conversation = excluded.conversation, sender = excluded.sender, text = excluded.text,
             reply_to = excluded.reply_to, metadata = excluded.metadata, ts = excluded.ts,
@@ -139,11 +144,7 @@ final class SQLiteTransaction: StoreTransaction {
         """
 
     /// Inserts a message row unless one with its ID exists.
-    private static let insertMessageIfAbsentSQL = """
-        INSERT INTO messages (\(messageColumns))
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (id) DO NOTHING
-        """
+    private static let insertMessageIfAbsentSQL = insertMessageSQL + "\nON CONFLICT (id) DO NOTHING"
 
     /// Moves a message from `expected` to `state` in one statement; false when absent or in another state.
     @discardableResult

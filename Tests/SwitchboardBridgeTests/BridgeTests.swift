@@ -42,6 +42,17 @@ struct BridgeTests {
                        store: store, configuration: configuration)
         }
 
+        /// A bridge towards a `RecordingBulkAdapter` over the right room (batches of `limit`, each publish taking
+        /// `delay`) that reads pages of `limit` too; `configure` changes the rest.
+        func bulkBridge(limit: Int, delay: Duration, configure: (inout BridgeConfiguration) -> Void = { _ in }) throws
+            -> (bridge: Bridge, target: RecordingBulkAdapter) {
+            let target = RecordingBulkAdapter(right.makeAdapter(for: "bridge"), limit: limit, delay: delay)
+            var configuration = BridgeConfiguration()
+            configuration.batchSize = limit
+            configure(&configuration)
+            return (try bridge(towards: target, configuration: configuration), target)
+        }
+
         /// Every message a backend holds in its room, oldest first, read through a fresh adapter's history.
         func messages(_ backend: MemoryBackend, _ room: ConversationID, as user: UserID) async throws -> [RemoteMessage] {
             try await backend.makeAdapter(for: user).allMessages(in: room)
@@ -315,10 +326,7 @@ struct BridgeTests {
         defer { pair.remove() }
         var sent: [RemoteID] = []
         for index in 0..<6 { sent.append(try await send(pair.alice, "alice \(index)", in: "room-left")) }
-        let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 3, delay: .milliseconds(300))
-        var configuration = BridgeConfiguration()
-        configuration.batchSize = 3
-        let bridge = try pair.bridge(towards: target, configuration: configuration)
+        let (bridge, target) = try pair.bulkBridge(limit: 3, delay: .milliseconds(300))
         let stats = try await bridge.catchUp(.aToB)
         #expect(stats.messagesAToB == 6)
         let events = target.events
@@ -344,10 +352,7 @@ struct BridgeTests {
         let pair = try Pair(rightScheme: .clientAssigned)
         defer { pair.remove() }
         for index in 0..<9 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
-        let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 3, delay: .milliseconds(100))
-        var configuration = BridgeConfiguration()
-        configuration.batchSize = 3
-        let bridge = try pair.bridge(towards: target, configuration: configuration)
+        let (bridge, target) = try pair.bulkBridge(limit: 3, delay: .milliseconds(100))
         let overlapped = SeenFlag(), waited = SeenFlag()
         let stats = try await bridge.catchUp(.aToB) { outcome in
             guard case .copied = outcome, !waited.value else { return }
@@ -375,11 +380,7 @@ struct BridgeTests {
         let pair = try Pair(rightScheme: .clientAssigned)
         defer { pair.remove() }
         for index in 0..<600 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
-        let target = RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 20, delay: .milliseconds(30))
-        var configuration = BridgeConfiguration()
-        configuration.batchSize = 20
-        configuration.pollInterval = .seconds(30)
-        let bridge = try pair.bridge(towards: target, configuration: configuration)
+        let (bridge, target) = try pair.bulkBridge(limit: 20, delay: .milliseconds(30)) { $0.pollInterval = .seconds(30) }
         let running = Task { await bridge.run() }
         let started = ContinuousClock.now
         var crossed = 0
