@@ -12,7 +12,7 @@ enum DedupeScenario {
     /// Runs the scenario.
     static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
         let count = options.size(quick: 20_000, full: 100_000, floor: 5)
-        var rates: [Double] = [], worstRenders: [Double] = [], floors: [Double] = []
+        var rates: [Double] = [], worstRenders: [Double] = [], floors: [Double] = [], ceilings: [Double] = []
         for _ in 0..<options.runs {
             let directory = try BenchDirectory("dedupe")
             defer { directory.remove() }
@@ -20,6 +20,7 @@ enum DedupeScenario {
             rates.append(Double(count) / result.seconds)
             worstRenders.append(Double(result.maxRenders))
             floors.append(try persistenceFloor(count: count, path: directory.path("plain.sqlite")))
+            ceilings.append(try persistenceFloor(count: count, path: ":memory:", perTransaction: count))
         }
         let note = "\(count) distinct messages per run, each delivered \(copies)× on the live stream "
             + "(repeats trail by 1 and 2 places); rate counts distinct events (deliveries/s = \(copies)× that); "
@@ -31,21 +32,27 @@ enum DedupeScenario {
                         goal: .atLeast(200_000), note: note),
             BenchFigure(scenario: "dedupe", figure: "renders per event (max)", unit: "renders",
                         summary: BenchSummary(worstRenders), goal: .atMost(1)),
+            BenchFigure(scenario: "dedupe", figure: "storage ceiling (in-memory SQLite)", unit: "events/s",
+                        summary: BenchSummary(ceilings), goal: .none,
+                        note: "the same two rows per event as the baseline, all \(count) in one transaction on an in-memory "
+                            + "database: no file, no commit cost; an upper bound for anything that stores each new message "
+                            + "and its ID mapping in SQLite on this machine"),
         ], [])
     }
 
     /// Events/s a bare SQLite loop reaches storing what reconciling a new message must store: its row and its
-    /// ID-map row (same schemas and indexes as the store), 1,000 events per transaction, no reads, no events.
-    static func persistenceFloor(count: Int, path: String) throws -> Double {
+    /// ID-map row (same schemas and indexes as the store), `perTransaction` events per transaction (1,000 unless
+    /// told), no reads, no events. `path` may be `:memory:`.
+    static func persistenceFloor(count: Int, path: String, perTransaction: Int = 1000) throws -> Double {
         let connection = try SQLiteBaseline.open(path, schema: SQLiteBaseline.messagesSchema + SQLiteBaseline.idMapSchema)
         defer { connection.close() }
         let base = Int64(1_800_000_000_000_000)
         let ids = (0..<count).map { _ in UUID().uuidString.lowercased() }
         let clock = ContinuousClock()
         let start = clock.now
-        for chunk in stride(from: 0, to: count, by: 1000) {
+        for chunk in stride(from: 0, to: count, by: perTransaction) {
             try connection.execute("BEGIN IMMEDIATE")
-            for index in chunk..<min(count, chunk + 1000) {
+            for index in chunk..<min(count, chunk + perTransaction) {
                 try connection.execute("""
                     INSERT INTO messages (id, conversation, sender, text, metadata, ts, has_server_ts, delivery, is_outgoing)
                     VALUES (?, 'bench-dedupe', 'bob', ?, '{}', ?, 1, 'received', 0)

@@ -166,6 +166,7 @@ import Testing
         #expect(report.notBuilt.isEmpty)
         let renders = report.figures.first { $0.figure.hasPrefix("renders per event") }
         #expect(renders?.summary.max == 1)
+        #expect(report.figures.contains { $0.scenario == "dedupe" && $0.figure.hasPrefix("storage ceiling") })
         #expect(report.figures.allSatisfy { $0.summary.median > 0 })
     }
 
