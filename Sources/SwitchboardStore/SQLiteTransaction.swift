@@ -226,7 +226,7 @@ final class SQLiteTransaction: StoreTransaction {
             // The WHERE clause repeats the partial index `messages_unfinished` word for word so it is used.
             try loadMessages(connection, """
                 SELECT \(Self.messageColumns) FROM messages
-                WHERE delivery IN ('draft', 'pending', 'uploading', 'sending', 'failed')
+                WHERE \(SwitchboardSchema.unfinishedCondition)
                 ORDER BY ts, id
                 """, [])
         }

@@ -18,8 +18,24 @@ enum SwitchboardSchema {
         migrations.register("v3-wal-restarts") { connection in
             try connection.executeScript(walRestarts)
         }
+        migrations.register("v4-unfinished-index-without-in-list") { connection in
+            try connection.executeScript(unfinishedIndex)
+        }
         return migrations
     }()
+
+    /// The condition of the partial index `messages_unfinished` (a message not yet published, or failed); a query
+    /// that means to use the index repeats it word for word. Shipped in v4: changing it needs a new migration.
+    static let unfinishedCondition = "(delivery = 'draft' OR delivery = 'pending' OR delivery = 'uploading' "
+        + "OR delivery = 'sending' OR delivery = 'failed')"
+
+    /// The fourth version's `messages_unfinished`: the same rows as the first's, under a condition SQLite evaluates
+    /// directly. The first's `delivery IN ('draft', …)` has SQLite fill a temporary b-tree with the five names in
+    /// every statement that writes a message row (twice in an UPDATE; about 2.4 µs of a 5.9 µs insert).
+    private static let unfinishedIndex = """
+        DROP INDEX messages_unfinished;
+        CREATE INDEX messages_unfinished ON messages (ts, id) WHERE \(unfinishedCondition);
+        """
 
     /// The third version's one-row table that `WALCheckpointer` writes right after a checkpoint that copied the
     /// whole WAL back, so that the WAL restarts (and its new header is synced) on the checkpoint's thread rather

@@ -315,10 +315,30 @@ struct SQLiteStoreTests {
         #expect(plan.contains { $0.contains("messages_timeline") })
         #expect(!plan.contains { $0.contains("TEMP B-TREE") })
         let unfinished = try connection.query("""
-            EXPLAIN QUERY PLAN SELECT id FROM messages
-            WHERE delivery IN ('draft', 'pending', 'uploading', 'sending', 'failed') ORDER BY ts, id
+            EXPLAIN QUERY PLAN SELECT id FROM messages WHERE \(SwitchboardSchema.unfinishedCondition) ORDER BY ts, id
             """) { $0.string(at: 3) }
         #expect(unfinished.contains { $0.contains("messages_unfinished") })
+    }
+
+    @Test("Writing a message builds no temporary b-tree for the partial index's condition")
+    func messageWritesNeedNoEphemeralTable() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        _ = try SwitchboardSchema.migrations.migrate(connection)
+        let index = try connection.queryFirst("SELECT sql FROM sqlite_master WHERE name = 'messages_unfinished'") {
+            $0.string(at: 0)
+        }
+        #expect(index?.hasSuffix("WHERE " + SwitchboardSchema.unfinishedCondition) == true)
+        for (sql, arguments) in [
+            ("""
+            INSERT INTO messages (id, conversation, sender, text, ts, has_server_ts, delivery, is_outgoing)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
+            """, ["m", "c", "s", "t", 1, 1, "received", 0] as [(any SQLiteBindable)?]),
+            ("UPDATE messages SET delivery = ? WHERE id = ?", ["sent", "m"]),
+        ] {
+            let program = try connection.query("EXPLAIN " + sql, arguments) { $0.string(at: 1) }
+            #expect(!program.isEmpty)
+            #expect(!program.contains("OpenEphemeral"), "\(sql)")
+        }
     }
 }
 
