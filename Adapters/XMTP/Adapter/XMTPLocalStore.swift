@@ -285,13 +285,18 @@ final class XMTPLocalStore: @unchecked Sendable {
     /// Published control rows pointing at `id` (edits, deletes, reactions), in sequence order.
     func references(to id: String) throws -> [XMTPMessageRow] {
         try with { db in
+            // The content types are picked here, not in SQL: `content_type IN (…)` has SQLite fill a temporary
+            // b-tree with the names on every call (~40 % of a call that finds nothing, the usual case).
             try db.query("""
                 SELECT \(Self.columns) FROM group_messages
-                WHERE reference_id = ? AND content_type IN ('editMessage', 'deleteMessage', 'reaction') AND delivery_status = 2
+                WHERE reference_id = ? AND delivery_status = 2
                 ORDER BY sequence_id, id
-                """, [id], Self.row)
+                """, [id], Self.row).filter { Self.referenceTypes.contains($0.contentType) }
         }
     }
+
+    /// The content types whose rows `references(to:)` returns.
+    private static let referenceTypes: Set<String> = ["editMessage", "deleteMessage", "reaction"]
 
     /// The latest content message before `sequence` whose sender is not `sender` (a read receipt's target).
     func latestContent(before sequence: Int64, in groupID: String, notFrom sender: String) throws -> XMTPMessageRow? {

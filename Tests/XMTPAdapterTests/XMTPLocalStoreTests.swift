@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+@testable import XMTPAdapter
+
+/// The adapter's local database on its own.
+@Suite("XMTP local store")
+struct XMTPLocalStoreTests {
+    /// A published row of group `g`.
+    func row(_ id: String, _ type: String, reference: String? = nil, sequence: Int64) -> XMTPMessageRow {
+        XMTPMessageRow(id: id, groupID: "g", content: [1], sentAtNs: sequence, sender: "alice", status: .published,
+                       contentType: type, referenceID: reference, sequenceID: sequence, idempotencyKey: "k-\(id)")
+    }
+
+    @Test("references(to:) returns the published edits, deletes and reactions of a message, not its replies")
+    func referencesAreControlRowsOnly() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try XMTPLocalStore(path: path)
+        _ = try store.storeReceived([
+            (row("a", "text", sequence: 1), "h1"),
+            (row("r1", "reply", reference: "a", sequence: 2), "h2"),
+            (row("x1", "reaction", reference: "a", sequence: 3), "h3"),
+            (row("e1", "editMessage", reference: "a", sequence: 4), "h4"),
+            (row("rr", "readReceipt", reference: "a", sequence: 5), "h5"),
+            (row("d1", "deleteMessage", reference: "a", sequence: 6), "h6"),
+            (row("x2", "reaction", reference: "b", sequence: 7), "h7"),
+        ])
+        _ = try store.insertPrepared(XMTPMessageRow(
+            id: "x3", groupID: "g", content: [1], sentAtNs: 8, sender: "alice", status: .unpublished,
+            contentType: "reaction", referenceID: "a", sequenceID: nil, idempotencyKey: "k-x3"))
+        #expect(try store.references(to: "a").map(\.id) == ["x1", "e1", "d1"])
+        #expect(try store.references(to: "b").map(\.id) == ["x2"])
+        #expect(try store.references(to: "r1").isEmpty)
+    }
+}
