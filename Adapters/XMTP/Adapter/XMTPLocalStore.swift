@@ -261,8 +261,10 @@ final class XMTPLocalStore: @unchecked Sendable {
             """, [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender,
                   XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID, row.sequenceID,
                   row.idempotencyKey])
-        try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ? OR message_id = ?",
-                       [XMTPIntentState.processed.rawValue, payloadHash, row.id])
+        // Two single-index updates rather than one `payload_hash = ? OR message_id = ?`, which SQLite runs as a
+        // union of both index scans collected in a temporary table.
+        try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ?", [XMTPIntentState.processed.rawValue, payloadHash])
+        try db.execute("UPDATE group_intents SET state = ? WHERE message_id = ?", [XMTPIntentState.processed.rawValue, row.id])
         return try Self.message(row.id, db) ?? row
     }
 
