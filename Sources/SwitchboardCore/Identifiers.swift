@@ -46,8 +46,7 @@ public struct MessageID: StringIdentifier {
 
     /// Whether the text is a canonical lowercase UUID (the form an idempotency key must have).
     public var isCanonical: Bool {
-        guard let uuid = UUID(uuidString: rawValue) else { return false }
-        return uuid.uuidString.lowercased() == rawValue
+        UUIDText.isCanonical(rawValue)
     }
 }
 

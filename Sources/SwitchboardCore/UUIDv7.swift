@@ -16,10 +16,8 @@ public enum UUIDv7 {
 
     /// The milliseconds since 1970 a UUIDv7 text carries, or nil when `text` is not a version-7 UUID.
     public static func millis(of text: String) -> UInt64? {
-        guard let uuid = UUID(uuidString: text) else { return nil }
-        let bytes = uuid.uuid
-        guard bytes.6 >> 4 == 7, bytes.8 >> 6 == 2 else { return nil }
-        return [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5].reduce(0) { $0 << 8 | UInt64($1) }
+        guard let bytes = UUIDText.bytes(text), bytes[6] >> 4 == 7, bytes[8] >> 6 == 2 else { return nil }
+        return bytes[0..<6].reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     private static let digits = Array("0123456789abcdef".utf8)

@@ -56,7 +56,7 @@ struct AdapterEndpoint: Sendable {
         let conversation = try required("conversation")
         switch adapter {
         case "supabase":
-            guard UUID(uuidString: conversation) != nil else { throw ConfigError("\(path).conversation", "must be a UUID") }
+            guard UUIDText.isUUID(conversation) else { throw ConfigError("\(path).conversation", "must be a UUID") }
             _ = try required("apiKey")
             _ = try required("accessToken")
         case "socketio":

@@ -85,7 +85,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         guard message.text.utf8.count <= capabilities.maxTextBytes else {
             throw SwitchboardError(.contentTooLarge, "text exceeds \(capabilities.maxTextBytes) bytes")
         }
-        guard UUID(uuidString: message.conversation.rawValue) != nil else {
+        guard UUIDText.isUUID(message.conversation.rawValue) else {
             throw SwitchboardError(.unknownConversation, "Supabase conversation IDs are UUIDs (got \(message.conversation))")
         }
         let row = SupabaseRows.messageRow(message)
@@ -163,7 +163,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// `prepare` makes it), else the `id` its payload holds; invalid when neither.
     static func rowID(of prepared: PreparedMessage) throws -> String {
         let first = prepared.payload.first { !(" \t\r\n".utf8.contains($0)) }
-        if let remote = prepared.remoteID?.rawValue, first == UInt8(ascii: "{"), UUID(uuidString: remote) != nil {
+        if let remote = prepared.remoteID?.rawValue, first == UInt8(ascii: "{"), UUIDText.isUUID(remote) {
             return remote
         }
         guard let row = JSONValue.parseOrNil(prepared.payload), let id = row["id"]?.stringValue else {
@@ -518,7 +518,7 @@ struct HistoryCursor {
     /// Parses `h:<micros>:<uuid>`.
     init?(_ cursor: Cursor) {
         let parts = cursor.rawValue.split(separator: ":", maxSplits: 2)
-        guard parts.count == 3, parts[0] == "h", let micros = Int64(parts[1]), UUID(uuidString: String(parts[2])) != nil
+        guard parts.count == 3, parts[0] == "h", let micros = Int64(parts[1]), UUIDText.isUUID(String(parts[2]))
         else { return nil }
         createdAt = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
         id = String(parts[2])

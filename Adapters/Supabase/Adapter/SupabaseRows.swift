@@ -6,7 +6,7 @@ import SwitchboardCore
 public enum SupabaseRows {
     /// The row key of a message ID: the `MessageID` itself when it is a UUID, else a UUIDv5 of it.
     public static func rowID(for id: MessageID) -> String {
-        if let uuid = UUID(uuidString: id.rawValue) { return uuid.uuidString.lowercased() }
+        if let canonical = UUIDText.canonical(id.rawValue) { return canonical }
         return UUIDv5.make(namespace: UUIDv5.switchboardNamespace, name: "supabase-key\u{1F}" + id.rawValue)
     }
 

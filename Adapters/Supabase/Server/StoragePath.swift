@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 
 /// Validation of bucket names and object keys, and their mapping to files; pure, so tested without sockets.
 ///
@@ -54,8 +55,7 @@ enum StoragePath {
 
     /// Whether `version` has the shape this service writes (`~` and a lower-case UUID).
     static func isValidVersion(_ version: String) -> Bool {
-        guard version.hasPrefix("~"), let uuid = UUID(uuidString: String(version.dropFirst())) else { return false }
-        return uuid.uuidString.lowercased() == version.dropFirst()
+        version.hasPrefix("~") && UUIDText.isCanonical(String(version.dropFirst()))
     }
 
     /// A fresh version name.
