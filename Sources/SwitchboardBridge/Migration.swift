@@ -179,8 +179,12 @@ public actor Migration {
         await bridge?.stop()
     }
 
-    /// Counts the source's messages (deleted ones included) by paging its whole history, newest page first.
+    /// Counts the source's messages (deleted ones included): by the adapter's own count where it has one
+    /// (`MessageCountingAdapter`), else by paging its whole history, newest page first.
     public func estimateTotal() async throws -> Int {
+        if let counting = source.adapter as? any MessageCountingAdapter {
+            return try await counting.messageCount(in: source.conversation)
+        }
         var count = 0
         var cursor: Cursor?
         repeat {

@@ -403,6 +403,15 @@ public protocol OwnMessageFilteringAdapter: ChatAdapter {
     func liveEventsSkippingOwnMessages(in conversation: ConversationID) -> AsyncStream<AdapterEvent>
 }
 
+/// An adapter that counts a conversation's messages more cheaply than paging its whole history through `history`.
+///
+/// For progress totals (a migration's "N of M"): the count is what `history` would list, deleted messages
+/// included, taken at one moment; messages sent meanwhile may or may not be in it.
+public protocol MessageCountingAdapter: ChatAdapter {
+    /// The number of messages in `conversation`, deleted ones included.
+    func messageCount(in conversation: ConversationID) async throws -> Int
+}
+
 /// An adapter whose `publishAll` sends a run of prepared messages in bulk (a few requests, not one per message)
 /// and publishes every message it is given (noSend-prepared ones included), returning one receipt per message,
 /// in order. Bridges and migrations batch their copies only towards such an adapter.

@@ -189,6 +189,27 @@ struct SupabaseAdapterBehaviourTests {
 
     /// The filtered change read leaves out only the reader's own plain messages, pages without gaps, and moves its
     /// cursor past what it left out (also for a user ID that has to be quoted in the filter).
+    @Test("messageCount is the server's count of the rows the user may read, deleted ones included, as history lists them")
+    func messageCount() async throws {
+        let server = try await AdapterTestServer.start()
+        defer { Task { await server.stop() } }
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let room = try await harness.createConversation(members: ["alice", "bob"])
+        let other = try await harness.createConversation(members: ["alice", "carol"])
+        let alice = Self.adapter(server, "alice"), bob = Self.adapter(server, "bob"), carol = Self.adapter(server, "carol")
+        #expect(try await alice.messageCount(in: room) == 0)
+        var sent: [RemoteID] = []
+        for index in 0..<7 { sent.append(try await Self.send(index % 2 == 0 ? alice : bob, "m\(index)", in: room)) }
+        _ = try await Self.send(carol, "elsewhere", in: other)
+        try await alice.delete(sent[2], in: room)
+        try await bob.setReaction("👍", isActive: true, on: sent[0], in: room)
+        #expect(try await alice.messageCount(in: room) == 7)
+        #expect(try await bob.messageCount(in: room) == 7)
+        #expect(try await alice.allMessages(in: room, pageSize: 3).count == 7)
+        #expect(try await alice.messageCount(in: other) == 1)
+        #expect(try await carol.messageCount(in: room) == 0, "row-level security: carol reads none of the room's rows")
+    }
+
     @Test("changes skipping own plain messages: others', own edited and own deleted arrive; the cursor moves past the rest")
     func changesSkippingOwnPlainMessages() async throws {
         let server = try await AdapterTestServer.start()

@@ -155,6 +155,29 @@ struct XMTPAdapterBehaviourTests {
         }
     }
 
+    @Test("messageCount counts the content messages over several pages, deleted ones included, as history lists them")
+    func messageCount() async throws {
+        try await withGroup { group in
+            let alice = try group.adapter(group.alice)
+            var prepared: [PreparedMessage] = []
+            for index in 0..<150 { prepared.append(try await alice.prepare(group.outgoing("m\(index)", from: group.alice), noSend: false)) }
+            _ = try await alice.publishAll(prepared)
+            let first = try #require(prepared.first?.remoteID), last = try #require(prepared.last?.remoteID)
+            let bob = try group.adapter(group.bob)
+            try await bob.setReaction("👍", isActive: true, on: first, in: group.conversation)
+            try await bob.sendReceipt(.read, for: last, in: group.conversation)
+            try await alice.edit(first, in: group.conversation, text: "edited")
+            try await alice.delete(last, in: group.conversation)
+            try await group.sendRaw(XMTPGroupEnvelope(groupID: group.groupID, nonce: try SecureRandom.bytes(12),
+                                                      ciphertext: try SecureRandom.bytes(64)).encoded(), as: group.alice)
+            #expect(try await group.envelopeCount() == 155)
+            let reader = try group.adapter(group.bob, database: "counter", faults: false)
+            #expect(try await reader.messageCount(in: group.conversation) == 150)
+            #expect(try await history(group, as: group.bob, database: "bob-history").count == 150)
+            #expect(try await reader.messageCount(in: group.conversation) == 150, "counting again (rows stored) agrees")
+        }
+    }
+
     @Test("an undecryptable envelope between two valid ones skips only itself")
     func undecryptableSkipped() async throws {
         try await withGroup { group in

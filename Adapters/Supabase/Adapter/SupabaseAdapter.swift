@@ -10,7 +10,7 @@ import SwitchboardNet
 /// IDs are client-assigned: a message's row `id` is its `MessageID`, so `prepare` knows the backend ID without
 /// the network, and `publish` is an upsert that ignores duplicates — any retry or replay is harmless.
 public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
-    TypingAdapter, UploadingAdapter, BulkPublishingAdapter, OwnMessageFilteringAdapter {
+    TypingAdapter, UploadingAdapter, BulkPublishingAdapter, OwnMessageFilteringAdapter, MessageCountingAdapter {
     /// Where the server is and who signs in.
     public struct Configuration: Sendable {
         /// The server's base URL, e.g. `http://127.0.0.1:54321`.
@@ -247,6 +247,21 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let receipts = try await rest.select("receipts", [("message_id", ids)]).compactMap(SupabaseRows.receipt)
         let older = rows.count >= limit ? messages.first.map { HistoryCursor(createdAt: $0.sentAt, id: $0.remoteID.rawValue).cursor } : nil
         return HistoryPage(messages: Array(messages), reactions: reactions, receipts: receipts, olderCursor: older)
+    }
+
+    /// The conversation's rows the user may read, counted by the server: one `HEAD` with `Prefer: count=exact`
+    /// (a page of at most one ID, the total in `Content-Range`) instead of paging the history.
+    public func messageCount(in conversation: ConversationID) async throws -> Int {
+        let url = rest.url("/rest/v1/messages", [("conversation_id", "eq.\(conversation.rawValue)"), ("select", "id"),
+                                                 ("limit", "1")])
+        let response = try await rest.send(HTTPRequest(method: .head, url: url, headers: rest.headers(prefer: "count=exact"),
+                                                       timeout: .seconds(30)))
+        guard let range = response.headers["Content-Range"], let slash = range.lastIndex(of: "/"),
+              let total = Int(range[range.index(after: slash)...]), total >= 0 else {
+            throw SwitchboardError(.transport, "the server's count answer has no total: Content-Range "
+                                   + (response.headers["Content-Range"] ?? "missing"))
+        }
+        return total
     }
 
     /// Everything after `cursor`'s version, merged across the three tables in version order.

@@ -15,7 +15,7 @@ import XMTPCrypto
 /// receipt is reported as `.read` of the latest message by someone else before it. `.delivered` has no XMTP
 /// content type and is a documented no-op. There is no typing indicator (no `TypingAdapter`).
 public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
-    UploadingAdapter {
+    UploadingAdapter, MessageCountingAdapter {
     /// Where the node is, who signs in, and where the local database lives.
     public struct Configuration: Sendable {
         /// The node's base URL, e.g. `http://127.0.0.1:5556`.
@@ -377,6 +377,25 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         }
         let older = envelopes.count >= limit ? envelopes.map(\.sequence).min().map { Cursor("s:\($0)") } : nil
         return HistoryPage(messages: messages, reactions: reactions, olderCursor: older)
+    }
+
+    /// The group's content messages, deleted ones included: every envelope is fetched (pages of 100, newest
+    /// first), opened and stored as `history` does, since only the group key tells a message from a reaction, an
+    /// edit or a receipt; unlike `history` it builds no messages (no local reads of their rows and references).
+    public func messageCount(in conversation: ConversationID) async throws -> Int {
+        try requireOnline()
+        let group = try groupID(conversation)
+        var seen = Set<String>()
+        var before: UInt64 = 0  // 0: from the newest
+        while true {
+            try Task.checkCancellation()
+            let envelopes = try await node.query(groupID: group, ascending: false, cursor: before, limit: 100)
+            for opened in try storeEnvelopes(envelopes, in: conversation).map(\.stored) where !opened.isControl {
+                seen.insert(opened.id)
+            }
+            guard envelopes.count >= 100, let oldest = envelopes.map(\.sequence).min() else { return seen.count }
+            before = oldest
+        }
     }
 
     /// Envelopes after the cursor in the node's order, each stored, then reported as the change it makes.
