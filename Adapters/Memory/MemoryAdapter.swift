@@ -3,7 +3,7 @@ import SwitchboardCore
 
 /// The adapter for a `MemoryBackend`, signed in as one user; thin, the backend holds the truth.
 public final class MemoryAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
-    TypingAdapter, UploadingAdapter, Sendable
+    TypingAdapter, UploadingAdapter, MessageCountingAdapter, Sendable
 {
     /// The server this adapter talks to.
     public let server: MemoryBackend
@@ -66,6 +66,11 @@ public final class MemoryAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, 
     /// Messages with seq below `cursor` (newest page when nil), oldest first.
     public func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
         try server.history(in: conversation, before: cursor, limit: limit, as: localUser)
+    }
+
+    /// The conversation's messages, deleted ones included, counted by the backend.
+    public func messageCount(in conversation: ConversationID) async throws -> Int {
+        try server.messageCount(in: conversation, as: localUser)
     }
 
     /// Everything whose version is after `cursor`.

@@ -185,6 +185,11 @@ public final class MemoryBackend: Sendable {
         try server.state.withLock { try $0.history(in: conversation, before: cursor, limit: limit, as: user) }
     }
 
+    /// The number of messages `history` lists in `conversation` for `user`, deleted ones included.
+    public func messageCount(in conversation: ConversationID, as user: UserID) throws -> Int {
+        try server.state.withLock { try $0.messageCount(in: conversation, as: user) }
+    }
+
     /// Everything that changed after `cursor`, in version order, each item in its current state.
     public func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int,
                         as user: UserID) throws -> ChangeBatch {

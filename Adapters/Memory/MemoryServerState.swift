@@ -357,6 +357,13 @@ struct ServerState: Sendable {
                            olderCursor: start > 0 && end > start ? Cursor(String(seqs[start])) : nil)
     }
 
+    /// The number of messages `history` lists in `conversation`, deleted ones included.
+    func messageCount(in conversation: ConversationID, as user: UserID) throws -> Int {
+        try requireOnline(user)
+        try requireMember(user, of: conversation)
+        return (conversations[conversation]?.seqs ?? []).count { rows[$0] != nil }
+    }
+
     /// Every item whose version is after `cursor`, in version order, each in its current state.
     func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int,
                  as user: UserID) throws -> ChangeBatch {

@@ -18,6 +18,8 @@ public enum ScenarioRequirement: String, Sendable, Hashable {
     case typing
     /// `UploadingAdapter`.
     case uploading
+    /// `MessageCountingAdapter`.
+    case counting
 }
 
 /// One named behaviour every adapter must show, asserting what a user would notice.
@@ -208,6 +210,7 @@ public struct ConformanceKit: Sendable {
             (.receipts, adapter is any ReceiptAdapter, "receipts"),
             (.typing, adapter is any TypingAdapter, "typing indicators"),
             (.uploading, adapter is any UploadingAdapter, "attachments"),
+            (.counting, adapter is any MessageCountingAdapter, "counting messages"),
         ]
         for (requirement, present, noun) in checks where scenario.requirements.contains(requirement) && !present {
             return "\(adapter.backend) does not support \(noun)"

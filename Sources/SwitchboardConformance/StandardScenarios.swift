@@ -318,6 +318,25 @@ public enum StandardScenarios {
             let texts = stored.reversed().map(\.content.text).filter { $0.hasPrefix("page ") }
             try ctx.expect(texts == (0..<120).map { "page \($0)" }, "history order broken")
         },
+        Scenario("message-count", "the adapter's message count is what its history lists, deleted messages included",
+                 requires: [.counting]) { ctx in
+            let convo = ctx.fixture.conversation
+            let bob = try await ctx.client(ctx.fixture.bob)
+            _ = try await bob.open(convo)
+            var sent: [MessageID] = []
+            for index in 0..<25 { sent.append(try await bob.send("count \(index)", in: convo).id) }
+            for id in sent { try await waitForDelivery(ctx, bob, id) }
+            if bob.adapter is any DeletingAdapter {
+                try await bob.delete(sent[3])
+                _ = await bob.waitUntilIdle()
+            }
+            let adapter = try await ctx.fixture.makeAdapter(ctx.fixture.alice)
+            guard let counting = adapter as? any MessageCountingAdapter else { throw ScenarioSkip(reason: "no count") }
+            let listed = try await adapter.allMessages(in: convo, pageSize: 10).count
+            let counted = try await counting.messageCount(in: convo)
+            try ctx.expect(listed >= 25, "history lists \(listed) of the 25 messages sent")
+            try ctx.expect(counted == listed, "the adapter counts \(counted) messages; its history lists \(listed)")
+        },
         Scenario("bounded-window", "the in-memory window stays bounded however long the thread") { ctx in
             let convo = ctx.fixture.conversation
             let bob = try await ctx.client(ctx.fixture.bob)

@@ -75,6 +75,30 @@ struct RESTTests {
         }
     }
 
+    @Test("messages/count: every message of the conversation, deleted ones included; members only")
+    func messageCount() async throws {
+        try await SocketIOHarness.with { harness in
+            let alice = try await harness.register("alice"), carol = try await harness.register("carol")
+            try await harness.createConversation("c1", members: [], token: alice)
+            try await harness.createConversation("c2", members: [], token: alice)
+            #expect(try await harness.call(.get, "/conversations/c1/messages/count", token: alice).body["count"] as? Int == 0)
+            var ids: [String] = []
+            for index in 0..<4 {
+                let sent = try await harness.call(.post, "/conversations/c1/messages",
+                                                  json: ["clientMessageId": "k-\(index)", "text": "m\(index)"], token: alice)
+                ids.append(try #require(sent.message["id"] as? String))
+            }
+            _ = try await harness.call(.post, "/conversations/c2/messages", json: ["clientMessageId": "k", "text": "x"], token: alice)
+            #expect(try await harness.call(.delete, "/conversations/c1/messages/\(ids[1])", token: alice).status == 200)
+            let counted = try await harness.call(.get, "/conversations/c1/messages/count", token: alice)
+            #expect(counted.status == 200)
+            #expect(counted.body["count"] as? Int == 4)
+            #expect(try await harness.call(.get, "/conversations/c2/messages/count", token: alice).body["count"] as? Int == 1)
+            #expect(try await harness.call(.get, "/conversations/c1/messages/count", token: carol).status == 404)
+            #expect(try await harness.call(.get, "/conversations/c1/messages/count").status == 401)
+        }
+    }
+
     @Test("a repeated clientMessageId returns 200 with the same message, never a second row")
     func idempotentSend() async throws {
         try await SocketIOHarness.with { harness in

@@ -12,7 +12,7 @@ import SwitchboardNet
 /// the stored message, so a retry or replay never duplicates. Every copy of a message carries its
 /// `clientMessageId` back as the idempotency key, so an echo lands on the optimistic row.
 public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
-    TypingAdapter, UploadingAdapter {
+    TypingAdapter, UploadingAdapter, MessageCountingAdapter {
     /// Where the server is and who signs in.
     public struct Configuration: Sendable {
         /// The server's base URL, e.g. `http://127.0.0.1:8080`.
@@ -194,6 +194,20 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     }
 
     /// `GET …/messages` with `query`: the message objects (oldest first) and `hasMore`.
+    /// The conversation's messages, deleted ones included: `GET …/messages/count`.
+    public func messageCount(in conversation: ConversationID) async throws -> Int {
+        let answer: JSONValue
+        do {
+            answer = try await rest.json(.get, rest.messagesPath(conversation, nil, "count")).value
+        } catch let error as SwitchboardError where error.code == .notFound {
+            throw SwitchboardError(.unknownConversation, error.message)
+        }
+        guard let count = answer["count"]?.intValue, count >= 0 else {
+            throw SwitchboardError(.transport, "the server's count answer has no count", retryable: true)
+        }
+        return Int(count)
+    }
+
     private func page(_ conversation: ConversationID, query: [(String, String)]) async throws
         -> (messages: [JSONValue], hasMore: Bool) {
         let answer: JSONValue

@@ -102,6 +102,7 @@ final class SocketIOService: Sendable {
         case (.post, 1) where tail[0] == "members": return try await addMembers(request, conversation)
         case (.post, 1) where tail[0] == "messages": return try await send(request, conversation)
         case (.get, 1) where tail[0] == "messages": return try await history(request, conversation)
+        case (.get, 2) where messageID == "count": return try await count(request, conversation)
         case (.patch, 2) where !messageID.isEmpty: return try await edit(request, conversation, messageID)
         case (.delete, 2) where !messageID.isEmpty: return try await delete(request, conversation, messageID)
         case (.put, 3) where !messageID.isEmpty && action == "reaction":
@@ -289,6 +290,16 @@ final class SocketIOService: Sendable {
             return (page.reversed(), more)
         }
         return Self.ok(.object([("messages", .array(messages.map(\.json))), ("hasMore", .bool(hasMore))]))
+    }
+
+    /// `GET /conversations/{id}/messages/count`: `{"count": N}`, every message of the conversation (deleted ones
+    /// included), as the history pages would list them.
+    private func count(_ request: HTTPServerRequest, _ conversation: String) async throws -> HTTPServerResponse {
+        let user = try await authenticate(request)
+        try await requireMember(conversation, user)
+        let store = self.store
+        let count = try await runner.run { try store.messageCount(conversation: conversation) }
+        return Self.ok(.object([("count", .int(Int64(count)))]))
     }
 
     /// The window (in milliseconds) has passed since `createdMs`.

@@ -240,6 +240,13 @@ final class SocketIOStore: Sendable {
         }
     }
 
+    /// The number of messages in `conversation`, deleted ones included.
+    func messageCount(conversation: String) throws -> Int {
+        try with { db in
+            try db.queryFirst("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", [conversation]) { $0.int(at: 0) } ?? 0
+        }
+    }
+
     /// Messages with `version > after`, by version ascending, at most `limit`, plus whether more exist.
     func changes(conversation: String, after: Int64, limit: Int) throws -> (messages: [SocketIOMessage], hasMore: Bool) {
         try with { db in
