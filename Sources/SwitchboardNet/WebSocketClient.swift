@@ -20,6 +20,10 @@ public final class WebSocketClient: Sendable {
         public var pingTimeout: Duration = .seconds(10)
         /// A PEM file of CA certificates that `wss://` servers must chain to instead of the system's default CAs.
         public var trustedCertificatesFile: String?
+        /// How many received messages may wait in `frames` unread: a server that gets further ahead (a flood, or a
+        /// reader that stopped) is cut off with 1008 and `frames` ends after the queued ones, so memory stays
+        /// bounded; nil: no limit. Our adapters treat the end like any lost connection: reconnect and catch up.
+        public var maxUnreadMessages: Int? = 16_384
 
         /// The defaults.
         public init() {}
@@ -109,7 +113,8 @@ final class WebSocketClientCore: Sendable {
 
     init(configuration: WebSocketClient.Configuration) {
         self.configuration = configuration
-        channel = WebSocketChannel(role: .client, maxMessageSize: configuration.maxMessageSize)
+        channel = WebSocketChannel(role: .client, maxMessageSize: configuration.maxMessageSize,
+                                   maxUnreadMessages: configuration.maxUnreadMessages)
     }
 
     var isConnected: Bool {

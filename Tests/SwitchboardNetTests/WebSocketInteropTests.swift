@@ -353,6 +353,33 @@ extension NetworkSuites {
             }
         }
 
+        @Test("a client that a server gets more messages ahead of than it has read cuts it off with 1008; it reads those queued, then the end")
+        func clientUnreadLimit() async throws {
+            let server = HTTPServer()
+            let observations = WebSocketObservations()
+            server.webSocket("/ws") { connection in
+                try? await connection.send((0..<50).map { WebSocketFrame.text("m\($0)") })
+                for await frame in connection.frames { observations.record(frame) }
+                observations.connectionEnded()
+            }
+            let port = try server.start()
+            defer { Task { await server.stop() } }
+            var configuration = WebSocketClient.Configuration()
+            configuration.maxUnreadMessages = 8
+            let client = WebSocketClient(configuration: configuration)
+            try await client.connect(url: URL(string: "ws://127.0.0.1:\(port)/ws")!)
+            // Without the cut-off nothing would end: the watchdog's close keeps a failure from hanging the test.
+            let watchdog = Task { try await Task.sleep(for: .seconds(15)); await client.close() }
+            defer { watchdog.cancel() }
+            #expect(try await observations.waitForEnds(1), "the server's handler saw no end")
+            #expect(observations.closes.contains { if case .close(let code, _) = $0 { code.rawValue == 1008 } else { false } },
+                    "the server saw \(observations.closes)")
+            var texts: [String] = []
+            for await frame in client.frames { if case .text(let text) = frame { texts.append(text) } }
+            #expect(texts == (0..<8).map { "m\($0)" }, "the queued messages, in order, and no more")
+            await client.close()
+        }
+
         @Test("a peer that never answers pings is dropped after civetweb's unanswered-ping limit")
         func silentPeer() async throws {
             try await withEchoServer({ $0.webSocketPingInterval = .milliseconds(100) }) { _, port, observations in
