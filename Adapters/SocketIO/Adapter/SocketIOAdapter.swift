@@ -193,7 +193,6 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         return ChangeBatch(changes: changes, cursor: next, hasMore: hasMore)
     }
 
-    /// `GET …/messages` with `query`: the message objects (oldest first) and `hasMore`.
     /// The conversation's messages, deleted ones included: `GET …/messages/count`.
     public func messageCount(in conversation: ConversationID) async throws -> Int {
         let answer: JSONValue
@@ -208,6 +207,7 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         return Int(count)
     }
 
+    /// `GET …/messages` with `query`: the message objects (oldest first) and `hasMore`.
     private func page(_ conversation: ConversationID, query: [(String, String)]) async throws
         -> (messages: [JSONValue], hasMore: Bool) {
         let answer: JSONValue
