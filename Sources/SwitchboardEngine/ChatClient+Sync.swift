@@ -135,6 +135,14 @@ extension ChatClient {
         await applyLive(changes, in: id)
     }
 
+    /// After live changes were dropped for running too far ahead (`maxQueuedLiveChanges`): a delta sync from the
+    /// stored cursor brings them back (live changes never move it).
+    func resynchronize(_ id: ConversationID, afterDropping dropped: Int) async {
+        droppedLiveChanges += dropped
+        log(.warning, "\(dropped) live changes of \(id) arrived faster than they could be applied; resynchronizing")
+        do { try await synchronize(id) } catch { log(.debug, "resync after dropped live changes failed: \(error)") }
+    }
+
     /// Handles a live event that is not a change.
     private func handleLiveSignal(_ event: AdapterEvent, in id: ConversationID) async {
         guard let state = conversations[id] else { return }

@@ -13,6 +13,9 @@ public actor ChatClient {
     public nonisolated let configuration: EngineConfiguration
 
     var conversations: [ConversationID: ConversationState] = [:]
+    /// Live changes dropped so far because they ran more than `maxQueuedLiveChanges` ahead of the reconciler (each
+    /// drop was followed by a resync that brought them back).
+    public internal(set) var droppedLiveChanges = 0
     var inFlight: Set<MessageID> = []
     var uploadTasks: [MessageID: Task<Void, Never>] = [:]
     var uploadTokens: [MessageID: UUID] = [:]
@@ -102,7 +105,7 @@ public actor ChatClient {
             state.window.reset(newest: newest, hasOlder: newest.count == configuration.pageSize || remoteOlder)
             conversations[id] = state
             let stream = adapter.liveEvents(in: id)
-            let inbox = LiveInbox()
+            let inbox = LiveInbox(limit: configuration.maxQueuedLiveChanges)
             // The feeder only queues; the reconciler takes everything queued at once, so a burst (a replay
             // after a reconnect, say) costs one store transaction rather than one per event.
             let feeder = Task {
@@ -113,7 +116,9 @@ public actor ChatClient {
                 await withTaskCancellationHandler {
                     for await _ in inbox.rings {
                         guard let self else { return }
-                        await self.handleLive(inbox.takeAll(), in: id)
+                        let (events, dropped) = inbox.takeAll()
+                        await self.handleLive(events, in: id)
+                        if dropped > 0 { await self.resynchronize(id, afterDropping: dropped) }
                     }
                 } onCancel: {
                     feeder.cancel()

@@ -82,6 +82,10 @@ public struct EngineConfiguration: Sendable {
     public var windowLimit: Int
     /// Changes fetched per delta-sync request.
     public var syncBatchSize: Int
+    /// Most live changes of a conversation that may wait for the reconciler: a stream that runs further ahead
+    /// (a flood, or a store stalled) has its queued changes dropped and the conversation resynchronizes from its
+    /// stored cursor instead, which loses nothing and keeps memory bounded.
+    public var maxQueuedLiveChanges: Int
     /// Least time between two "typing" signals sent.
     public var typingDebounce: TimeInterval
     /// Idle time after which "stopped typing" is sent.
@@ -97,7 +101,8 @@ public struct EngineConfiguration: Sendable {
 
     /// Builds a configuration.
     public init(retry: RetryPolicy = RetryPolicy(), editWindow: TimeInterval = 15 * 60, deleteWindow: TimeInterval = 2 * 3600,
-                pageSize: Int = 50, windowLimit: Int = 500, syncBatchSize: Int = 200, typingDebounce: TimeInterval = 3,
+                pageSize: Int = 50, windowLimit: Int = 500, syncBatchSize: Int = 200, maxQueuedLiveChanges: Int = 100_000,
+                typingDebounce: TimeInterval = 3,
                 typingIdleTimeout: TimeInterval = 5, remoteTypingTimeout: TimeInterval = 8,
                 stagingDirectory: URL = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-staging"),
                 clock: @escaping @Sendable () -> Date = { Date() }, logger: any LogSink = SilentLogSink()) {
@@ -107,6 +112,7 @@ public struct EngineConfiguration: Sendable {
         self.pageSize = pageSize
         self.windowLimit = windowLimit
         self.syncBatchSize = syncBatchSize
+        self.maxQueuedLiveChanges = maxQueuedLiveChanges
         self.typingDebounce = typingDebounce
         self.typingIdleTimeout = typingIdleTimeout
         self.remoteTypingTimeout = remoteTypingTimeout

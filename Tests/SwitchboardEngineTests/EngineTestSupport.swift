@@ -109,6 +109,9 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
         var uploadDelayAfter: Duration = .zero
         var stripForeignKeys = false
         var heldTexts: Set<String> = []
+        /// Message changes from the backend's live stream are lost (the connection stays up); delta sync still
+        /// has them, and `inject` still delivers.
+        var loseLiveMessages = false
         var held: [AdapterEvent] = []
         var uploadsStarted = 0
         var publishCalls = 0
@@ -249,6 +252,7 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     private func filterLive(_ event: AdapterEvent) -> AdapterEvent? {
         guard case .change(.message(let message)) = event else { return event }
         let hold = knobs.withLock { knobs -> Bool in
+            if knobs.loseLiveMessages { return true }
             guard knobs.heldTexts.contains(message.text) else { return false }
             knobs.held.append(event)
             return true
