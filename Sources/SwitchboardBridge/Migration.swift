@@ -7,8 +7,9 @@ import Synchronization
 public struct MigrationConfiguration: Sendable {
     /// Source changes read (and checkpointed) per page.
     public var batchSize = 100
-    /// Whether `run` also pages the source's history to count its messages (for the progress total and ETA); the
-    /// count runs alongside the copy, so the total appears in the progress once it is known.
+    /// Whether `run` also counts the source's messages (for the progress total and ETA): the adapter's own count
+    /// where it has one (`MessageCountingAdapter`), else its history paged; the count runs alongside the copy, so
+    /// the total appears in the progress once it is known.
     public var estimateTotal = true
     /// Attempts of the copy before a run gives up on an error (each retry resumes from the checkpoint).
     public var maxAttempts = 3
@@ -16,7 +17,7 @@ public struct MigrationConfiguration: Sendable {
     public var retryDelay: Duration = .milliseconds(500)
     /// How many examples of each difference a verification lists.
     public var sampleLimit = 10
-    /// History page size when counting or verifying.
+    /// History page size when counting by paging, or verifying.
     public var historyPageSize = 100
     /// Where log lines go (never secrets).
     public var log: @Sendable (String) -> Void = { _ in }
