@@ -11,12 +11,35 @@ struct XMTPLocalStoreTests {
                        contentType: type, referenceID: reference, sequenceID: sequence, idempotencyKey: "k-\(id)")
     }
 
+    @Test("storeReceived returns the stored rows; a known ID keeps its earliest sequence and time")
+    func storeReceivedReturnsTheStoredRow() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try XMTPLocalStore(path: path)
+        let first = try store.storeReceived(row("a", "text", sequence: 7), payloadHash: "h")
+        #expect(first == row("a", "text", sequence: 7))
+        #expect(try store.message("a") == first)
+        // The same message again from a later envelope keeps the earlier one; from an earlier one, takes it.
+        #expect(try store.storeReceived(row("a", "text", sequence: 9), payloadHash: "h") == first)
+        let earlier = try store.storeReceived(row("a", "text", sequence: 3), payloadHash: "h")
+        #expect(earlier.sequenceID == 3 && earlier.sentAtNs == 3)
+        #expect(try store.message("a") == earlier)
+        // An unpublished local row becomes published with the node's sequence and time.
+        _ = try store.insertPrepared(XMTPMessageRow(id: "b", groupID: "g", content: [1], sentAtNs: 100, sender: "alice",
+                                                    status: .unpublished, contentType: "text", referenceID: nil,
+                                                    sequenceID: nil, idempotencyKey: "k-b"))
+        let published = try store.storeReceived(row("b", "text", sequence: 11), payloadHash: "hb")
+        #expect(published.status == .published && published.sequenceID == 11 && published.sentAtNs == 11)
+        #expect(published.idempotencyKey == "k-b")
+        #expect(try store.message("b") == published)
+    }
+
     @Test("references(to:) returns the published edits, deletes and reactions of a message, not its replies")
     func referencesAreControlRowsOnly() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         let store = try XMTPLocalStore(path: path)
-        _ = try store.storeReceived([
+        let stored = try store.storeReceived([
             (row("a", "text", sequence: 1), "h1"),
             (row("r1", "reply", reference: "a", sequence: 2), "h2"),
             (row("x1", "reaction", reference: "a", sequence: 3), "h3"),
@@ -28,6 +51,7 @@ struct XMTPLocalStoreTests {
         _ = try store.insertPrepared(XMTPMessageRow(
             id: "x3", groupID: "g", content: [1], sentAtNs: 8, sender: "alice", status: .unpublished,
             contentType: "reaction", referenceID: "a", sequenceID: nil, idempotencyKey: "k-x3"))
+        for row in stored { #expect(try store.message(row.id) == row, "storeReceived returned what it stored") }
         #expect(try store.references(to: "a").map(\.id) == ["x1", "e1", "d1"])
         #expect(try store.references(to: "b").map(\.id) == ["x2"])
         #expect(try store.references(to: "r1").isEmpty)

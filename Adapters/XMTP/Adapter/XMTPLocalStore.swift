@@ -248,7 +248,17 @@ final class XMTPLocalStore: @unchecked Sendable {
 
     /// `storeReceived` on an already locked connection inside a transaction.
     private static func storeReceived(_ row: XMTPMessageRow, payloadHash: String, _ db: SQLiteConnection) throws -> XMTPMessageRow {
-        try db.execute("""
+        var row = row
+        row.status = .published
+        let values: [(any SQLiteBindable)?] = [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender,
+                                              XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID,
+                                              row.sequenceID, row.idempotencyKey]
+        // A new ID (the usual case) is stored exactly as given, so it needs no read back.
+        try db.execute("INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                       values)
+        let inserted = db.changes > 0
+        if !inserted {
+            try db.execute("""
             INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET
                 delivery_status = 2,
@@ -258,14 +268,13 @@ final class XMTPLocalStore: @unchecked Sendable {
                 sequence_id = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
                                      OR excluded.sequence_id < group_messages.sequence_id
                                    THEN excluded.sequence_id ELSE group_messages.sequence_id END
-            """, [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender,
-                  XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID, row.sequenceID,
-                  row.idempotencyKey])
+            """, values)
+        }
         // Two single-index updates rather than one `payload_hash = ? OR message_id = ?`, which SQLite runs as a
         // union of both index scans collected in a temporary table.
         try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ?", [XMTPIntentState.processed.rawValue, payloadHash])
         try db.execute("UPDATE group_intents SET state = ? WHERE message_id = ?", [XMTPIntentState.processed.rawValue, row.id])
-        return try Self.message(row.id, db) ?? row
+        return inserted ? row : try Self.message(row.id, db) ?? row
     }
 
     /// Sets a row's delivery status.
