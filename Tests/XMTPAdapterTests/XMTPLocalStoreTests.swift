@@ -34,6 +34,28 @@ struct XMTPLocalStoreTests {
         #expect(try store.message("b") == published)
     }
 
+    @Test("publishedRows(sequences:) finds exactly the published rows of the group at those sequences, dense or sparse")
+    func publishedRowsBySequence() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try XMTPLocalStore(path: path)
+        _ = try store.storeReceived((1...40).map { (row("m\($0)", "text", sequence: Int64($0)), "h\($0)") })
+        var other = row("o", "text", sequence: 20)
+        other.id = "o"
+        other.groupID = "h"
+        _ = try store.storeReceived([(other, "ho"), (row("far", "text", sequence: 100_000), "hf")])
+        _ = try store.insertPrepared(XMTPMessageRow(id: "u", groupID: "g", content: [1], sentAtNs: 1, sender: "alice",
+                                                    status: .unpublished, contentType: "text", referenceID: nil,
+                                                    sequenceID: nil, idempotencyKey: "k-u"))
+        let dense = try store.publishedRows(groupID: "g", sequences: [18, 19, 20, 21, 22, 41])
+        #expect(dense.keys.sorted() == [18, 19, 20, 21, 22])
+        #expect(dense[20]?.id == "m20", "another group's row at the same sequence is not this group's")
+        let sparse = try store.publishedRows(groupID: "g", sequences: [3, 100_000, 7, 5_000])
+        #expect(sparse.keys.sorted() == [3, 7, 100_000])
+        #expect(sparse[100_000]?.id == "far")
+        #expect(try store.publishedRows(groupID: "g", sequences: []).isEmpty)
+    }
+
     @Test("references(to:) returns the published edits, deletes and reactions of a message, not its replies")
     func referencesAreControlRowsOnly() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path

@@ -193,8 +193,23 @@ final class XMTPLocalStore: @unchecked Sendable {
     }
 
     /// The published rows of group `groupID` (hex) stored from envelopes with these node sequences, by sequence.
+    ///
+    /// A page's sequences are usually a dense run: then one range scan of the sequence index, filtered here, is
+    /// cheaper than `sequence_id IN (…)`, which SQLite answers by filling a temporary b-tree with the list.
     func publishedRows(groupID: String, sequences: [Int64]) throws -> [Int64: XMTPMessageRow] {
-        guard !sequences.isEmpty else { return [:] }
+        guard let low = sequences.min(), let high = sequences.max() else { return [:] }
+        if high - low < 2 * Int64(sequences.count) + 64 {
+            let wanted = Set(sequences)
+            return try with { db in
+                var rows: [Int64: XMTPMessageRow] = [:]
+                let found = try db.query("""
+                    SELECT \(Self.columns) FROM group_messages
+                    WHERE group_id = ? AND sequence_id BETWEEN ? AND ? AND delivery_status = ?
+                    """, [groupID, low, high, XMTPDeliveryStatus.published.rawValue], Self.row)
+                for row in found { if let sequence = row.sequenceID, wanted.contains(sequence) { rows[sequence] = row } }
+                return rows
+            }
+        }
         return try with { db in
             var rows: [Int64: XMTPMessageRow] = [:]
             for start in stride(from: 0, to: sequences.count, by: 500) {
