@@ -269,26 +269,31 @@ final class XMTPLocalStore: @unchecked Sendable {
                                               XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID,
                                               row.sequenceID, row.idempotencyKey]
         // A new ID (the usual case) is stored exactly as given, so it needs no read back.
-        try db.execute("INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                       values)
+        try db.execute("""
+            INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO NOTHING
+            """, values)
         let inserted = db.changes > 0
         if !inserted {
+            // A known ID: an unpublished row becomes published with the node's time and sequence; the earliest
+            // sequence wins for duplicates.
             try db.execute("""
-            INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(id) DO UPDATE SET
-                delivery_status = 2,
-                sent_at_ns = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
-                                    OR excluded.sequence_id < group_messages.sequence_id
-                                  THEN excluded.sent_at_ns ELSE group_messages.sent_at_ns END,
-                sequence_id = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
-                                     OR excluded.sequence_id < group_messages.sequence_id
-                                   THEN excluded.sequence_id ELSE group_messages.sequence_id END
-            """, values)
+                INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET
+                    delivery_status = 2,
+                    sent_at_ns = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
+                                        OR excluded.sequence_id < group_messages.sequence_id
+                                      THEN excluded.sent_at_ns ELSE group_messages.sent_at_ns END,
+                    sequence_id = CASE WHEN group_messages.delivery_status != 2 OR group_messages.sequence_id IS NULL
+                                         OR excluded.sequence_id < group_messages.sequence_id
+                                       THEN excluded.sequence_id ELSE group_messages.sequence_id END
+                """, values)
         }
         // Two single-index updates rather than one `payload_hash = ? OR message_id = ?`, which SQLite runs as a
         // union of both index scans collected in a temporary table.
-        try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ?", [XMTPIntentState.processed.rawValue, payloadHash])
-        try db.execute("UPDATE group_intents SET state = ? WHERE message_id = ?", [XMTPIntentState.processed.rawValue, row.id])
+        let processed = XMTPIntentState.processed.rawValue
+        try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ?", [processed, payloadHash])
+        try db.execute("UPDATE group_intents SET state = ? WHERE message_id = ?", [processed, row.id])
         return inserted ? row : try Self.message(row.id, db) ?? row
     }
 
