@@ -25,7 +25,7 @@ enum DedupeScenario {
         let note = "\(count) distinct messages per run, each delivered \(copies)× on the live stream "
             + "(repeats trail by 1 and 2 places); rate counts distinct events (deliveries/s = \(copies)× that); "
             + "the whole burst may queue for the reconciler (maxQueuedLiveChanges unlimited; by default more than "
-            + "100,000 waiting changes are dropped and resynced); "
+            + "10,000 waiting changes are dropped and resynced); "
             + "the baseline is the storage floor: the two rows every new message needs, inserted by plain SQLite"
         return ([
             BenchFigure(scenario: "dedupe", figure: "events reconciled", unit: "events/s", summary: BenchSummary(rates),
@@ -77,7 +77,7 @@ enum DedupeScenario {
         let store = try SQLiteStore(path: path)
         defer { store.close() }
         let adapter = ScriptedAdapter(backend.makeAdapter(for: "alice"))
-        // The whole burst waits for the reconciler (the default cap of 100,000 queued changes would drop most of it
+        // The whole burst waits for the reconciler (the default cap of 10,000 queued changes would drop most of it
         // and resync, which the scripted stream cannot serve): the figure is the reconciler's own rate.
         let client = ChatClient(adapter: adapter, store: store, configuration: EngineConfiguration(maxQueuedLiveChanges: .max))
         try await client.start()

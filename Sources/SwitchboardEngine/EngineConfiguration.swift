@@ -84,7 +84,8 @@ public struct EngineConfiguration: Sendable {
     public var syncBatchSize: Int
     /// Most live changes of a conversation that may wait for the reconciler: a stream that runs further ahead
     /// (a flood, or a store stalled) has its queued changes dropped and the conversation resynchronizes from its
-    /// stored cursor instead, which loses nothing and keeps memory bounded.
+    /// stored cursor instead, which loses nothing and keeps memory bounded (each waiting change holds its whole
+    /// message, so the default is modest: a few megabytes for ordinary messages).
     public var maxQueuedLiveChanges: Int
     /// Least time between two "typing" signals sent.
     public var typingDebounce: TimeInterval
@@ -101,7 +102,7 @@ public struct EngineConfiguration: Sendable {
 
     /// Builds a configuration.
     public init(retry: RetryPolicy = RetryPolicy(), editWindow: TimeInterval = 15 * 60, deleteWindow: TimeInterval = 2 * 3600,
-                pageSize: Int = 50, windowLimit: Int = 500, syncBatchSize: Int = 200, maxQueuedLiveChanges: Int = 100_000,
+                pageSize: Int = 50, windowLimit: Int = 500, syncBatchSize: Int = 200, maxQueuedLiveChanges: Int = 10_000,
                 typingDebounce: TimeInterval = 3,
                 typingIdleTimeout: TimeInterval = 5, remoteTypingTimeout: TimeInterval = 8,
                 stagingDirectory: URL = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-staging"),
