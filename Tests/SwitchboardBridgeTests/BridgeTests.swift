@@ -345,31 +345,38 @@ struct BridgeTests {
     }
 
     /// The next batch's publish starts as soon as the previous one's returned, before the previous batch is
-    /// recorded: the observer hearing the first batch's copies waits (up to 5 s) for the second publish to begin,
-    /// which never happens while the record comes first.
+    /// recorded: the observer hearing the first batch's copies waits (up to 2 s) for the second publish to begin,
+    /// which never happens while the record comes first. The wait holds one of the cooperative threads, and on a
+    /// loaded 2-core machine another test may hold the other for a while (the second publish then cannot start):
+    /// up to three attempts, each on a fresh pair; an order that records first fails all three.
     @Test("towards a bulk target the next batch's publish starts before the previous batch is recorded; order kept")
     func nextPublishBeforeRecord() async throws {
-        let pair = try Pair(rightScheme: .clientAssigned)
-        defer { pair.remove() }
-        for index in 0..<9 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
-        let (bridge, target) = try pair.bulkBridge(limit: 3, delay: .milliseconds(100))
-        let overlapped = SeenFlag(), waited = SeenFlag()
-        let stats = try await bridge.catchUp(.aToB) { outcome in
-            guard case .copied = outcome, !waited.value else { return }
-            waited.set()
-            let deadline = ContinuousClock.now + .seconds(5)
-            while ContinuousClock.now < deadline {
-                if target.events.filter({ $0.hasPrefix("publishAll begin") }).count >= 2 {
-                    overlapped.set()
-                    return
+        var overlappedOnce = false
+        var lastEvents: [String] = []
+        for _ in 0..<3 where !overlappedOnce {
+            let pair = try Pair(rightScheme: .clientAssigned)
+            defer { pair.remove() }
+            for index in 0..<9 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
+            let (bridge, target) = try pair.bulkBridge(limit: 3, delay: .milliseconds(100))
+            let overlapped = SeenFlag(), waited = SeenFlag()
+            let stats = try await bridge.catchUp(.aToB) { outcome in
+                guard case .copied = outcome, !waited.value else { return }
+                waited.set()
+                let deadline = ContinuousClock.now + .seconds(2)
+                while ContinuousClock.now < deadline {
+                    if target.events.filter({ $0.hasPrefix("publishAll begin") }).count >= 2 {
+                        overlapped.set()
+                        return
+                    }
+                    usleep(1_000)
                 }
-                usleep(1_000)
             }
+            #expect(stats.messagesAToB == 9)
+            let right = try await pair.messages(pair.right, "room-right", as: "bob")
+            #expect(right.map(\.text) == (0..<9).map { "alice \($0)" })
+            if overlapped.value { overlappedOnce = true } else { lastEvents = target.events }
         }
-        #expect(stats.messagesAToB == 9)
-        #expect(overlapped.value, "events: \(target.events)")
-        let right = try await pair.messages(pair.right, "room-right", as: "bob")
-        #expect(right.map(\.text) == (0..<9).map { "alice \($0)" })
+        #expect(overlappedOnce, "events of the last attempt: \(lastEvents)")
     }
 
     /// Under `run()`, while one side has a backlog the other is read only when its live stream (or the poll) has
