@@ -204,8 +204,9 @@ public enum Hex {
         return bytes
     }
 
-    /// The value of one hex digit.
-    private static func nibble(_ c: UInt8) -> UInt8? {
+    /// The value of one hex digit (either case), or nil.
+    @inline(__always)
+    static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10

@@ -5,40 +5,13 @@ import Foundation
 public enum UUIDText {
     /// The 16 bytes of `text` when it is 36 characters of 8-4-4-4-12 hex digits (either case), else nil.
     public static func bytes(_ text: String) -> [UInt8]? {
-        var text = text
-        return text.withUTF8 { utf8 -> [UInt8]? in
-            guard utf8.count == 36 else { return nil }
-            var bytes = [UInt8](repeating: 0, count: 16)
-            var index = 0, output = 0
-            while index < 36 {
-                if index == 8 || index == 13 || index == 18 || index == 23 {
-                    guard utf8[index] == UInt8(ascii: "-") else { return nil }
-                    index += 1
-                    continue
-                }
-                guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
-                bytes[output] = high << 4 | low
-                output += 1
-                index += 2
-            }
-            return bytes
-        }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        return scan(text) { bytes[$0] = $1 } ? bytes : nil
     }
 
     /// Whether `text` is a UUID in the 8-4-4-4-12 hex form (either case).
     public static func isUUID(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { utf8 in
-            guard utf8.count == 36 else { return false }
-            for (index, byte) in utf8.enumerated() {
-                if index == 8 || index == 13 || index == 18 || index == 23 {
-                    guard byte == UInt8(ascii: "-") else { return false }
-                } else if nibble(byte) == nil {
-                    return false
-                }
-            }
-            return true
-        }
+        scan(text) { _, _ in }
     }
 
     /// Whether `text` is a UUID in the canonical form: 8-4-4-4-12 lowercase hex digits.
@@ -52,14 +25,25 @@ public enum UUIDText {
         return isCanonical(text) ? text : text.lowercased()
     }
 
-    /// The value of one hex digit.
-    @inline(__always)
-    private static func nibble(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
+    /// Checks the 8-4-4-4-12 shape, handing each byte's index (0..<16) and value to `byte`; false when `text` is
+    /// not a UUID (`byte` may have been called for a prefix then).
+    private static func scan(_ text: String, _ byte: (Int, UInt8) -> Void) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            guard utf8.count == 36 else { return false }
+            var index = 0, output = 0
+            while index < 36 {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard utf8[index] == UInt8(ascii: "-") else { return false }
+                    index += 1
+                    continue
+                }
+                guard let high = Hex.nibble(utf8[index]), let low = Hex.nibble(utf8[index + 1]) else { return false }
+                byte(output, high << 4 | low)
+                output += 1
+                index += 2
+            }
+            return true
         }
     }
 }
