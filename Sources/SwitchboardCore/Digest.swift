@@ -5,7 +5,9 @@ public enum Digest {
     /// The SHA-256 digest of `data`.
     public static func sha256(_ data: some Collection<UInt8>) -> [UInt8] {
         var hasher = SHA256Hasher()
-        hasher.update(Array(data))
+        if data.withContiguousStorageIfAvailable({ hasher.update(UnsafeRawBufferPointer($0)) }) == nil {
+            hasher.update(Array(data))
+        }
         return hasher.finalize()
     }
 
@@ -66,18 +68,25 @@ public enum Digest {
     }
 
     /// Lowercase hex of `bytes`.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for byte in bytes { out.append(digits[Int(byte >> 4)]); out.append(digits[Int(byte & 0x0F)]) }
-        return String(decoding: out, as: UTF8.self)
+    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+            var out = 0
+            for byte in bytes {
+                text[out] = digits.utf8Start[Int(byte >> 4)]
+                text[out + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                out += 2
+            }
+            return out
+        }
     }
 }
 
 /// An incremental SHA-256 hasher (FIPS 180-4), for streaming large attachments.
 public struct SHA256Hasher: Sendable {
-    private var state: [UInt32] = [0x6A09_E667, 0xBB67_AE85, 0x3C6E_F372, 0xA54F_F53A,
-                                   0x510E_527F, 0x9B05_688C, 0x1F83_D9AB, 0x5BE0_CD19]
+    private var h0: UInt32 = 0x6A09_E667, h1: UInt32 = 0xBB67_AE85, h2: UInt32 = 0x3C6E_F372, h3: UInt32 = 0xA54F_F53A
+    private var h4: UInt32 = 0x510E_527F, h5: UInt32 = 0x9B05_688C, h6: UInt32 = 0x1F83_D9AB, h7: UInt32 = 0x5BE0_CD19
+    /// Bytes of an unfinished block (fewer than 64).
     private var buffer: [UInt8] = []
     private var totalBytes: UInt64 = 0
 
@@ -97,56 +106,90 @@ public struct SHA256Hasher: Sendable {
 
     /// Feeds more bytes.
     public mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    /// Feeds the bytes of `data`.
+    public mutating func update(_ data: Data) {
+        data.withUnsafeBytes { update($0) }
+    }
+
+    /// Feeds the bytes in `bytes`.
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         totalBytes += UInt64(bytes.count)
         var index = 0
         if !buffer.isEmpty {
             let take = min(64 - buffer.count, bytes.count)
-            buffer.append(contentsOf: bytes[0..<take])
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<take]))
             index = take
-            if buffer.count == 64 { compress(buffer, at: 0); buffer.removeAll(keepingCapacity: true) }
+            guard buffer.count == 64 else { return }
+            buffer.withUnsafeBytes { compress($0.baseAddress!, blocks: 1) }
+            buffer.removeAll(keepingCapacity: true)
         }
-        while index + 64 <= bytes.count { compress(bytes, at: index); index += 64 }
-        if index < bytes.count { buffer.append(contentsOf: bytes[index...]) }
+        let whole = (bytes.count - index) / 64
+        if whole > 0 {
+            compress(base + index, blocks: whole)
+            index += whole * 64
+        }
+        if index < bytes.count { buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index...])) }
     }
-
-    /// Feeds the bytes of `data`.
-    public mutating func update(_ data: Data) { update([UInt8](data)) }
 
     /// Finishes and returns the 32-byte digest.
     public mutating func finalize() -> [UInt8] {
-        let bitLength = totalBytes * 8
-        var tail = buffer
-        tail.append(0x80)
-        while tail.count % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        for offset in stride(from: 0, to: tail.count, by: 64) { compress(tail, at: offset) }
+        let bitLength = totalBytes &* 8
+        // The unfinished block, 0x80, zeros, the bit length big-endian: one or two blocks.
+        let blocks = buffer.count < 56 ? 1 : 2
+        withUnsafeTemporaryAllocation(byteCount: 128, alignment: 8) { tail in
+            tail.initializeMemory(as: UInt8.self, repeating: 0)
+            buffer.withUnsafeBytes { tail.copyMemory(from: $0) }
+            tail[buffer.count] = 0x80
+            let end = blocks * 64
+            for index in 0..<8 { tail[end - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * index)) }
+            compress(UnsafeRawPointer(tail.baseAddress!), blocks: blocks)
+        }
         buffer.removeAll()
-        return state.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+        let words = [h0, h1, h2, h3, h4, h5, h6, h7]
+        return [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
+            for (index, word) in words.enumerated() {
+                digest[index * 4] = UInt8(truncatingIfNeeded: word >> 24)
+                digest[index * 4 + 1] = UInt8(truncatingIfNeeded: word >> 16)
+                digest[index * 4 + 2] = UInt8(truncatingIfNeeded: word >> 8)
+                digest[index * 4 + 3] = UInt8(truncatingIfNeeded: word)
+            }
+            count = 32
+        }
     }
 
-    private mutating func compress(_ bytes: [UInt8], at offset: Int) {
-        var w = [UInt32](repeating: 0, count: 64)
-        for i in 0..<16 {
-            let j = offset + i * 4
-            w[i] = UInt32(bytes[j]) << 24 | UInt32(bytes[j + 1]) << 16 | UInt32(bytes[j + 2]) << 8 | UInt32(bytes[j + 3])
+    /// Runs the compression function over `blocks` 64-byte blocks at `input`.
+    private mutating func compress(_ input: UnsafeRawPointer, blocks: Int) {
+        Self.k.withUnsafeBufferPointer { k in
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                for block in 0..<blocks {
+                    let bytes = input + block * 64
+                    for i in 0..<16 {
+                        w[i] = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self))
+                    }
+                    for i in 16..<64 {
+                        let x = w[i - 15], y = w[i - 2]
+                        let s0 = x.rotatedRight(7) ^ x.rotatedRight(18) ^ (x >> 3)
+                        let s1 = y.rotatedRight(17) ^ y.rotatedRight(19) ^ (y >> 10)
+                        w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                    }
+                    var (a, b, c, d, e, f, g, h) = (h0, h1, h2, h3, h4, h5, h6, h7)
+                    for i in 0..<64 {
+                        let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+                        let ch = (e & f) ^ (~e & g)
+                        let t1 = h &+ s1 &+ ch &+ k[i] &+ w[i]
+                        let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+                        let maj = (a & b) ^ (a & c) ^ (b & c)
+                        (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ s0 &+ maj)
+                    }
+                    h0 &+= a; h1 &+= b; h2 &+= c; h3 &+= d
+                    h4 &+= e; h5 &+= f; h6 &+= g; h7 &+= h
+                }
+            }
         }
-        for i in 16..<64 {
-            let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
-            let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
-            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-        }
-        var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
-        for i in 0..<64 {
-            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-            let ch = (e & f) ^ (~e & g)
-            let t1 = h &+ s1 &+ ch &+ Self.k[i] &+ w[i]
-            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-            let maj = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ maj
-            (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-        }
-        state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
-        state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
     }
 }
 

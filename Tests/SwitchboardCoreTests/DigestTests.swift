@@ -105,6 +105,22 @@ struct DigestTests {
         #expect(Digest.hex(chunked.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    @Test("SHA256Hasher reads raw buffers and Data slices that do not start at index 0")
+    func incrementalRawBuffers() {
+        let expected = "785b0751fc2c53dc14a4ce3d800e69ef9ce1009eb327ccf458afe09c242c26c9"
+        var raw = SHA256Hasher()
+        ramp.withUnsafeBytes { bytes in
+            raw.update(UnsafeRawBufferPointer(rebasing: bytes[0..<100]))
+            raw.update(UnsafeRawBufferPointer(rebasing: bytes[100..<1024]))
+        }
+        #expect(Digest.hex(raw.finalize()) == expected)
+        let padded = Data([0xFF, 0xFF, 0xFF] + ramp)
+        var slice = SHA256Hasher()
+        slice.update(padded[3...])
+        #expect(Digest.hex(slice.finalize()) == expected)
+        #expect(Digest.sha256Hex(padded[3...]) == expected)
+    }
+
     @Test("SHA256Hasher with no input, or only empty updates, gives the empty digest")
     func incrementalEmpty() {
         let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
