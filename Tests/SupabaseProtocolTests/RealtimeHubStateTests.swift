@@ -248,6 +248,30 @@ private let plainConfig: JSONValue = ["broadcast": ["self": false, "ack": false]
             == .close(code: 1008, reason: "InvalidJWTToken: The token provided is not a valid JWT"))
     }
 
+    /// The feed asks whether anyone listens to a table before building its changes.
+    @Test func subscriptionCoverageFollowsBindingsAndSockets() {
+        var hub = makeHub()
+        let messagesTable = RealtimeTableName(schema: "public", table: "messages")
+        let membersTable = RealtimeTableName(schema: "public", table: "members")
+        #expect(!hub.hasSubscription(covering: messagesTable))
+        _ = hub.connect(socket: 1, version: .v2, apiKey: nil, now: now)
+        _ = hub.receive(socket: 1, text: joinV2(topic: "realtime:plain", config: plainConfig), now: now)
+        #expect(!hub.hasSubscription(covering: messagesTable))  // a channel without postgres_changes bindings
+        let config: JSONValue = ["postgres_changes": [["event": "INSERT", "schema": "public", "table": "messages",
+                                                       "filter": "conversation_id=eq.c1"]]]
+        _ = hub.receive(socket: 1, text: joinV2(ref: "2", config: config), now: now)
+        #expect(hub.hasSubscription(covering: messagesTable))
+        #expect(!hub.hasSubscription(covering: membersTable))
+        _ = hub.connect(socket: 2, version: .v2, apiKey: nil, now: now)
+        let wholeSchema: JSONValue = ["postgres_changes": [["event": "*", "schema": "public"]]]
+        _ = hub.receive(socket: 2, text: joinV2(topic: "realtime:all", config: wholeSchema, token: "good-bob"), now: now)
+        #expect(hub.hasSubscription(covering: membersTable))
+        _ = hub.disconnect(socket: 2)
+        #expect(!hub.hasSubscription(covering: membersTable))
+        _ = hub.disconnect(socket: 1)
+        #expect(!hub.hasSubscription(covering: messagesTable))
+    }
+
     /// Changes reach matching channels with their ids.
     @Test func changesReachMatchingChannelsWithTheirIds() throws {
         var hub = makeHub()

@@ -457,6 +457,16 @@ public struct RealtimeHubState: Sendable {
 
     // MARK: - Changes
 
+    /// Whether a joined channel of an open socket has a `postgres_changes` binding naming `table` (wildcards
+    /// included): the change feed builds no change for a table nobody listens to, like the real service.
+    public func hasSubscription(covering table: RealtimeTableName) -> Bool {
+        sockets.values.contains { socket in
+            !socket.closing && socket.channels.values.contains { channel in
+                channel.subscriptions.contains { $0.covers(table) }
+            }
+        }
+    }
+
     /// The joined channels whose bindings match `change`, with the ids matched (row-level security not yet applied).
     public func targets(for change: RealtimeChange) -> [RealtimeChangeTarget] {
         var out: [RealtimeChangeTarget] = []

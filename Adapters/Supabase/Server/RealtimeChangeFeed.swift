@@ -26,21 +26,33 @@ final class RealtimeChangeFeed: Sendable {
         /// The newest id of the last batch `dispatch` returned from (`position`).
         var dispatched: Int64 = 0
         var gaps: [Int64: Date] = [:]
-        var columns: [RealtimeTableName: [RealtimeColumn]] = [:]
+        var columns: [RealtimeTableName: [RealtimeColumn]] = [:] {
+            didSet { positions = [:] }
+        }
+        /// Each table's column name → position, for `ordered` (built once per table, not per change).
+        var positions: [RealtimeTableName: [String: Int]] = [:]
         var lastPrune = Date()
     }
 
     private let databaseURL: String
     private let log: @Sendable (String) -> Void
     private let dispatch: @Sendable ([RealtimeChange]) -> Void
+    private let isWatched: @Sendable (RealtimeTableName) -> Bool
     private let stopped = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     private let progress = Mutex(Progress())
 
     /// A feed reading `databaseURL`, handing each batch of changes (in id order) to `dispatch` on the listener thread.
-    init(databaseURL: String, log: @escaping @Sendable (String) -> Void, dispatch: @escaping @Sendable ([RealtimeChange]) -> Void) {
+    ///
+    /// Rows of a table for which `isWatched` is false when they are read are passed over (marked seen, never built
+    /// or dispatched): a subscriber only receives changes read after its binding is in place, as with the real
+    /// service, and catches up on earlier ones through REST.
+    init(databaseURL: String, log: @escaping @Sendable (String) -> Void,
+         isWatched: @escaping @Sendable (RealtimeTableName) -> Bool = { _ in true },
+         dispatch: @escaping @Sendable ([RealtimeChange]) -> Void) {
         self.databaseURL = databaseURL
         self.log = log
+        self.isWatched = isWatched
         self.dispatch = dispatch
     }
 
@@ -129,6 +141,7 @@ final class RealtimeChangeFeed: Sendable {
                 """, [String(lastSeen), "{" + gaps.map(String.init).joined(separator: ",") + "}"])
             var batch: [RealtimeChange] = []
             batch.reserveCapacity(result.rows.count)
+            var watched: [RealtimeTableName: Bool] = [:]  // asked once per table and read
             for row in result.rows {
                 guard let id = row[0].flatMap({ Int64($0) }) else { continue }
                 progress.withLock { state in
@@ -143,8 +156,12 @@ final class RealtimeChangeFeed: Sendable {
                         state.lastSeen = id
                     }
                 }
+                guard row.count == 8, let schema = row[1], let tableName = row[2] else { continue }
+                let table = RealtimeTableName(schema: schema, table: tableName)
+                if watched[table] == nil { watched[table] = isWatched(table) }
+                guard watched[table] == true else { continue }
                 do {
-                    if let change = try change(from: row, connection: connection) { batch.append(change) }
+                    if let change = try change(from: row, table: table, connection: connection) { batch.append(change) }
                 } catch {
                     // The rows before this one are already marked seen: hand them on before giving up.
                     if !batch.isEmpty { dispatch(batch) }
@@ -159,18 +176,24 @@ final class RealtimeChangeFeed: Sendable {
     }
 
     /// Builds a change from one log row (columns from the cache, reloaded on a miss).
-    private func change(from row: [String?], connection: PostgresConnection) throws -> RealtimeChange? {
-        guard row.count == 8, let schema = row[1], let tableName = row[2], let type = row[3] else { return nil }
-        let table = RealtimeTableName(schema: schema, table: tableName)
-        var columns = progress.withLock { $0.columns[table] }
-        if columns == nil {
+    private func change(from row: [String?], table: RealtimeTableName, connection: PostgresConnection) throws -> RealtimeChange? {
+        guard row.count == 8, let type = row[3] else { return nil }
+        var known = progress.withLock { state -> (columns: [RealtimeColumn], positions: [String: Int])? in
+            guard let columns = state.columns[table] else { return nil }
+            if let positions = state.positions[table] { return (columns, positions) }
+            let positions = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+            state.positions[table] = positions
+            return (columns, positions)
+        }
+        if known == nil {
             let loaded = try Self.loadColumns(connection)
             progress.withLock { $0.columns = loaded }
-            columns = loaded[table]
+            let columns = loaded[table] ?? []
+            known = (columns, Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a }))
         }
-        let tableColumns = columns ?? []
-        let record = row[4].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: tableColumns) }
-        let old = row[5].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: tableColumns) }
+        let (tableColumns, positions) = known ?? ([], [:])
+        let record = row[4].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: positions) }
+        let old = row[5].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: positions) }
         let keyColumns = row[6].flatMap { JSONValue.parseOrNil($0)?.arrayValue }?.compactMap(\.stringValue) ?? []
         let image = (record ?? old)?.objectValue ?? [:]
         let primaryKey = keyColumns.map { (column: $0, value: image[$0] ?? .null) }
@@ -192,9 +215,8 @@ final class RealtimeChangeFeed: Sendable {
     }
 
     /// Object members reordered to the table's column order (jsonb sorts keys by length).
-    private static func ordered(_ value: JSONValue, by columns: [RealtimeColumn]) -> JSONValue {
-        guard let members = value.members, !columns.isEmpty else { return value }
-        let position = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+    private static func ordered(_ value: JSONValue, by position: [String: Int]) -> JSONValue {
+        guard let members = value.members, !position.isEmpty else { return value }
         let keyed = members.enumerated().map { (rank: position[$0.element.key] ?? Int.max, offset: $0.offset, member: $0.element) }
         return .object(keyed.sorted { ($0.rank, $0.offset) < ($1.rank, $1.offset) }.map(\.member))
     }

@@ -25,6 +25,9 @@ final class RealtimeHub: Sendable {
     func start() throws {
         let context = self.context
         let feed = RealtimeChangeFeed(databaseURL: context.databaseURL, log: { context.log($0) },
+                                      isWatched: { [weak self] table in
+                                          self?.state.withLock { $0?.hasSubscription(covering: table) } ?? false
+                                      },
                                       dispatch: { [weak self] changes in self?.dispatch(changes) })
         let tables = try feed.install()
         let authenticator = context.authenticator
