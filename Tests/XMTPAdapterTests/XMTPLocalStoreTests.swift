@@ -34,16 +34,41 @@ struct XMTPLocalStoreTests {
         #expect(try store.message("b") == published)
     }
 
+    @Test("a page of received envelopes marks the intents of those it matches processed, by payload or message ID")
+    func receivedPagesProcessIntents() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let store = try XMTPLocalStore(path: path)
+        // No intent at all: a page is stored without hashing anything.
+        _ = try store.storeReceived([(row("a", "text", sequence: 1), [0xA])])
+        #expect(try store.message("a")?.sequenceID == 1)
+        // Our own sends: one read back by its exact bytes, one by its message ID (bytes re-sealed), one not yet.
+        let sealedB: [UInt8] = [0xB, 0xB], sealedC: [UInt8] = [0xC], sealedD: [UInt8] = [0xD]
+        for (id, sealed) in [("b", sealedB), ("c", sealedC), ("d", sealedD)] {
+            _ = try store.insertPrepared(XMTPMessageRow(id: id, groupID: "g", content: [1], sentAtNs: 0, sender: "alice",
+                                                        status: .unpublished, contentType: "text", referenceID: nil,
+                                                        sequenceID: nil, idempotencyKey: "k-\(id)"))
+            _ = try store.insertIntent(groupID: "g", data: sealed, messageID: id)
+        }
+        _ = try store.storeReceived([(row("x", "text", sequence: 2), [0xE]), (row("b", "text", sequence: 3), sealedB),
+                                     (row("c", "text", sequence: 4), [0xC, 0xC])])
+        #expect(try store.intent(for: "b")?.state == .processed)
+        #expect(try store.intent(for: "c")?.state == .processed)
+        #expect(try store.intent(for: "d")?.state == .toPublish)
+        #expect(try store.message("b")?.status == .published && store.message("c")?.sequenceID == 4)
+        #expect(try store.message("d")?.status == .unpublished)
+    }
+
     @Test("publishedRows(sequences:) finds exactly the published rows of the group at those sequences, dense or sparse")
     func publishedRowsBySequence() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         let store = try XMTPLocalStore(path: path)
-        _ = try store.storeReceived((1...40).map { (row("m\($0)", "text", sequence: Int64($0)), "h\($0)") })
+        _ = try store.storeReceived((1...40).map { (row("m\($0)", "text", sequence: Int64($0)), [UInt8]("h\($0)".utf8)) })
         var other = row("o", "text", sequence: 20)
         other.id = "o"
         other.groupID = "h"
-        _ = try store.storeReceived([(other, "ho"), (row("far", "text", sequence: 100_000), "hf")])
+        _ = try store.storeReceived([(other, [1]), (row("far", "text", sequence: 100_000), [2])])
         _ = try store.insertPrepared(XMTPMessageRow(id: "u", groupID: "g", content: [1], sentAtNs: 1, sender: "alice",
                                                     status: .unpublished, contentType: "text", referenceID: nil,
                                                     sequenceID: nil, idempotencyKey: "k-u"))
@@ -62,13 +87,13 @@ struct XMTPLocalStoreTests {
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         let store = try XMTPLocalStore(path: path)
         let stored = try store.storeReceived([
-            (row("a", "text", sequence: 1), "h1"),
-            (row("r1", "reply", reference: "a", sequence: 2), "h2"),
-            (row("x1", "reaction", reference: "a", sequence: 3), "h3"),
-            (row("e1", "editMessage", reference: "a", sequence: 4), "h4"),
-            (row("rr", "readReceipt", reference: "a", sequence: 5), "h5"),
-            (row("d1", "deleteMessage", reference: "a", sequence: 6), "h6"),
-            (row("x2", "reaction", reference: "b", sequence: 7), "h7"),
+            (row("a", "text", sequence: 1), [1]),
+            (row("r1", "reply", reference: "a", sequence: 2), [2]),
+            (row("x1", "reaction", reference: "a", sequence: 3), [3]),
+            (row("e1", "editMessage", reference: "a", sequence: 4), [4]),
+            (row("rr", "readReceipt", reference: "a", sequence: 5), [5]),
+            (row("d1", "deleteMessage", reference: "a", sequence: 6), [6]),
+            (row("x2", "reaction", reference: "b", sequence: 7), [7]),
         ])
         _ = try store.insertPrepared(XMTPMessageRow(
             id: "x3", groupID: "g", content: [1], sentAtNs: 8, sender: "alice", status: .unpublished,

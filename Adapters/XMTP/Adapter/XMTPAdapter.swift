@@ -282,14 +282,14 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         let cipher = try cipher(conversation)
         let known = try store.publishedRows(groupID: Digest.hex(group),
                                             sequences: envelopes.map { Int64(clamping: $0.sequence) })
-        var opened: [(row: XMTPMessageRow, payloadHash: String)] = []
+        var opened: [(row: XMTPMessageRow, payload: [UInt8])] = []
         var order: [(known: XMTPMessageRow?, opened: Int?)] = []
         for envelope in envelopes {
             if let row = known[Int64(clamping: envelope.sequence)] {
                 order.append((row, nil))
             } else if let row = XMTPMessageMapping.open(envelope, groupID: group, cipher: cipher) {
                 order.append((nil, opened.count))
-                opened.append((row, Digest.sha256Hex(envelope.data)))
+                opened.append((row, envelope.data))
             }
         }
         let stored = try store.storeReceived(opened)  // the new envelopes of the page in one transaction

@@ -115,6 +115,7 @@ final class XMTPLocalStore: @unchecked Sendable {
                     publish_attempts INTEGER NOT NULL DEFAULT 0,
                     message_id TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS group_intents_message ON group_intents (message_id);
+                CREATE INDEX IF NOT EXISTS group_intents_open ON group_intents (state) WHERE state != 5;
                 CREATE TABLE IF NOT EXISTS refresh_state (
                     entity_id TEXT NOT NULL,
                     entity_kind INTEGER NOT NULL,
@@ -255,14 +256,22 @@ final class XMTPLocalStore: @unchecked Sendable {
         try transaction { db in try Self.storeReceived(row, payloadHash: payloadHash, db) }
     }
 
-    /// `storeReceived` for a page of envelopes in one transaction (one commit, not one per envelope).
-    func storeReceived(_ rows: [(row: XMTPMessageRow, payloadHash: String)]) throws -> [XMTPMessageRow] {
+    /// `storeReceived` for a page of envelopes in one transaction (one commit, not one per envelope), given each
+    /// envelope's bytes: they are hashed, and intents looked up, only while some intent is not yet processed (an
+    /// account that has sent nothing, or whose sends have all been read back, has none to match).
+    func storeReceived(_ rows: [(row: XMTPMessageRow, payload: [UInt8])]) throws -> [XMTPMessageRow] {
         guard !rows.isEmpty else { return [] }
-        return try transaction { db in try rows.map { try Self.storeReceived($0.row, payloadHash: $0.payloadHash, db) } }
+        return try transaction { db in
+            let intentsOpen = try db.queryFirst("SELECT 1 FROM group_intents WHERE state != 5 LIMIT 1") { _ in true } ?? false
+            return try rows.map { item in
+                try Self.storeReceived(item.row, payloadHash: intentsOpen ? Digest.sha256Hex(item.payload) : nil, db)
+            }
+        }
     }
 
-    /// `storeReceived` on an already locked connection inside a transaction.
-    private static func storeReceived(_ row: XMTPMessageRow, payloadHash: String, _ db: SQLiteConnection) throws -> XMTPMessageRow {
+    /// `storeReceived` on an already locked connection inside a transaction; a nil `payloadHash` means no intent is
+    /// open, so none is looked up.
+    private static func storeReceived(_ row: XMTPMessageRow, payloadHash: String?, _ db: SQLiteConnection) throws -> XMTPMessageRow {
         var row = row
         row.status = .published
         let values: [(any SQLiteBindable)?] = [row.id, row.groupID, Data(row.content), row.sentAtNs, row.kind, row.sender,
@@ -291,9 +300,11 @@ final class XMTPLocalStore: @unchecked Sendable {
         }
         // Two single-index updates rather than one `payload_hash = ? OR message_id = ?`, which SQLite runs as a
         // union of both index scans collected in a temporary table.
-        let processed = XMTPIntentState.processed.rawValue
-        try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ?", [processed, payloadHash])
-        try db.execute("UPDATE group_intents SET state = ? WHERE message_id = ?", [processed, row.id])
+        if let payloadHash {
+            let processed = XMTPIntentState.processed.rawValue
+            try db.execute("UPDATE group_intents SET state = ? WHERE payload_hash = ?", [processed, payloadHash])
+            try db.execute("UPDATE group_intents SET state = ? WHERE message_id = ?", [processed, row.id])
+        }
         return inserted ? row : try Self.message(row.id, db) ?? row
     }
 
