@@ -396,9 +396,10 @@ public actor Bridge {
                       let id = try message.idempotencyKey ?? tx.messageID(backend: source.backend, remoteID: message.remoteID),
                       try tx.remoteID(of: id, backend: source.backend, part: 0) == message.remoteID,
                       try tx.remoteID(of: id, backend: target.backend, part: 0) != nil else { continue }
-                if let row = try tx.message(id), row.delivery == .pending, let entry = try tx.outboxEntry(id),
-                   entry.backend == target.backend, entry.prepared != nil {
-                    continue  // a copy towards `target` waits to be republished: the slow path does that
+                if let row = try tx.message(id), row.delivery == .pending {
+                    // A copy towards `target` waits to be republished: the slow path does that.
+                    if row.content.metadata[Self.stagedTowardsKey] == target.backend.rawValue { continue }
+                    if let entry = try tx.outboxEntry(id), entry.backend == target.backend, entry.prepared != nil { continue }
                 }
                 settled.insert(index)
             }
@@ -504,6 +505,21 @@ public actor Bridge {
             try await flushWaiting(for: id, on: target)
             try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
             return
+        case .pendingUnstored(let staged):
+            // The same copy again: prepared from the text that was staged (the target keeps the first copy it
+            // got under this key), then whatever changed at the source since is applied as an update.
+            var original = message
+            original.text = staged.content.text
+            let outgoing = outgoingCopy(of: original, id: id, from: source, to: target, replyTo: nil,
+                                        metadata: message.metadata, attachments: [])
+            let prepared = try await target.adapter.prepare(outgoing, noSend: true)
+            let receipt = try await target.adapter.publish(prepared)
+            let remote = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
+            counted(message, id: id, from: source)
+            if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
+            try await flushWaiting(for: id, on: target)
+            try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
+            return
         case .new:
             break
         }
@@ -552,6 +568,9 @@ public actor Bridge {
         case new
         /// Prepared and persisted, its publish not recorded: the stored copy must be published again, as is.
         case pending(PreparedMessage)
+        /// Staged in a batch towards a target that `republishesByKey`, its publish not recorded: the ledger row (with
+        /// the text that was staged) is all that was kept; the copy is prepared again from it and published.
+        case pendingUnstored(Message)
         /// Published and recorded under this target ID.
         case bridged(RemoteID)
     }
@@ -567,9 +586,11 @@ public actor Bridge {
         guard let row = try tx.message(id) else { return .new }
         // Pending towards this target: republish the stored copy. Pending towards the other side means this
         // change is that copy's echo, which the map below recognises like any other.
-        if row.delivery == .pending, let entry = try tx.outboxEntry(id), entry.backend == backend,
-           let stored = entry.prepared {
-            return .pending(stored)
+        if row.delivery == .pending {
+            if let entry = try tx.outboxEntry(id), entry.backend == backend, let stored = entry.prepared {
+                return .pending(stored)
+            }
+            if row.content.metadata[stagedTowardsKey] == backend.rawValue { return .pendingUnstored(row) }
         }
         guard let remote = try tx.remoteID(of: id, backend: backend, part: 0) else { return .new }
         return .bridged(remote)
@@ -605,9 +626,18 @@ public actor Bridge {
     /// Records, before the publish, everything a restart needs to finish it: the target ID when the scheme knows
     /// it, the ledger row in the pending state and the prepared copy itself (so a restart republishes these
     /// bytes, not a fresh preparation of content that may have been edited since).
+    ///
+    /// With `keepingCopy` false (a batch towards a target that `republishesByKey`) the prepared copy is not stored:
+    /// the pending ledger row names the target instead (`stagedTowardsKey`), and a restart prepares it again.
     private static func persist(_ prepared: PreparedMessage, _ pending: Message, on target: BridgeSide,
-                                in tx: any StoreTransaction) throws {
+                                keepingCopy: Bool = true, in tx: any StoreTransaction) throws {
         if let remote = prepared.remoteID { try record(prepared.id, remote, on: target, in: tx) }
+        guard keepingCopy else {
+            var staged = pending
+            staged.content.metadata[stagedTowardsKey] = target.backend.rawValue
+            try tx.insertNewMessage(staged)
+            return
+        }
         try tx.insertNewMessage(pending)  // a ledger row never has attachments or reactions to clear
         let now = Date()
         try tx.upsertOutbox(OutboxEntry(messageID: prepared.id, backend: target.backend, conversation: target.conversation,
@@ -626,12 +656,16 @@ public actor Bridge {
         return remote
     }
 
-    /// `finishCopy` inside a transaction.
-    private static func finish(_ id: MessageID, remote: RemoteID?, on target: BridgeSide, in tx: any StoreTransaction) throws {
+    /// `finishCopy` inside a transaction (`keptCopy` false: no stored copy to drop).
+    private static func finish(_ id: MessageID, remote: RemoteID?, on target: BridgeSide, keptCopy: Bool = true,
+                               in tx: any StoreTransaction) throws {
         if let remote { try record(id, remote, on: target, in: tx) }
         try tx.updateDelivery(of: id, from: .pending, to: .received)
-        try tx.removeOutbox(id)
+        if keptCopy { try tx.removeOutbox(id) }
     }
+
+    /// The ledger-row metadata key naming the target a staged copy without a stored prepared copy goes to.
+    static let stagedTowardsKey = "bridge.stagedTowards"
 
     /// Counts a copied message and tells the observer.
     private func counted(_ message: RemoteMessage, id: MessageID, from source: BridgeSide) {
@@ -703,6 +737,8 @@ public actor Bridge {
         var source: BridgeSide
         /// Where they go.
         var target: BridgeSide
+        /// Whether their prepared copies were stored (else they are prepared again after a restart).
+        var keptCopies: Bool
     }
 
     /// `copy`'s steps before the publish: prepare each under its key, then persist everything in one transaction.
@@ -712,13 +748,14 @@ public actor Bridge {
         prepared.reserveCapacity(run.count)
         for planned in run { prepared.append(try await adapter.prepare(planned.outgoing, noSend: true)) }
         let pendingRows = run.map { rememberedRow($0.message, id: $0.id, deleted: false, pending: true) }
+        let keepingCopies = !adapter.republishesByKey
         try store.write { tx in
             for index in run.indices {
                 try Self.record(run[index].id, run[index].message.remoteID, on: source, in: tx)
-                try Self.persist(prepared[index], pendingRows[index], on: target, in: tx)
+                try Self.persist(prepared[index], pendingRows[index], on: target, keepingCopy: keepingCopies, in: tx)
             }
         }
-        return StagedCopy(run: run, prepared: prepared, source: source, target: target)
+        return StagedCopy(run: run, prepared: prepared, source: source, target: target, keptCopies: keepingCopies)
     }
 
     /// `copy`'s steps after the publish: record the receipts, count, and apply operations that waited.
@@ -732,7 +769,8 @@ public actor Bridge {
             for index in run.indices {
                 // A target ID known at prepare was recorded with the batch; only a different or new one is recorded now.
                 let remote = receipts[index].remoteID ?? prepared[index].remoteID
-                try Self.finish(run[index].id, remote: remote == prepared[index].remoteID ? nil : remote, on: target, in: tx)
+                try Self.finish(run[index].id, remote: remote == prepared[index].remoteID ? nil : remote, on: target,
+                                keptCopy: staged.keptCopies, in: tx)
             }
         }
         for planned in run { counted(planned.message, id: planned.id, from: source) }

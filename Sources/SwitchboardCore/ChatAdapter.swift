@@ -418,4 +418,14 @@ public protocol MessageCountingAdapter: ChatAdapter {
 public protocol BulkPublishingAdapter: ChatAdapter {
     /// The most messages worth handing to one `publishAll` call.
     var bulkPublishLimit: Int { get }
+    /// Whether a message prepared again under the same key gets the same remote ID, and publishing it again does
+    /// nothing on the backend once one copy is there (a client-supplied row ID inserted with duplicates ignored).
+    /// A bridge then keeps only a marker for a staged copy instead of the prepared copy itself, and prepares it
+    /// again if a restart finds it unfinished. False unless the adapter says so.
+    var republishesByKey: Bool { get }
+}
+
+extension BulkPublishingAdapter {
+    /// Not promised unless the adapter says so.
+    public var republishesByKey: Bool { false }
 }

@@ -44,9 +44,11 @@ struct BridgeTests {
 
         /// A bridge towards a `RecordingBulkAdapter` over the right room (batches of `limit`, each publish taking
         /// `delay`) that reads pages of `limit` too; `configure` changes the rest.
-        func bulkBridge(limit: Int, delay: Duration, configure: (inout BridgeConfiguration) -> Void = { _ in }) throws
+        func bulkBridge(limit: Int, delay: Duration, republishesByKey: Bool = false,
+                        configure: (inout BridgeConfiguration) -> Void = { _ in }) throws
             -> (bridge: Bridge, target: RecordingBulkAdapter) {
-            let target = RecordingBulkAdapter(right.makeAdapter(for: "bridge"), limit: limit, delay: delay)
+            let target = RecordingBulkAdapter(right.makeAdapter(for: "bridge"), limit: limit, delay: delay,
+                                              republishesByKey: republishesByKey)
             var configuration = BridgeConfiguration()
             configuration.batchSize = limit
             configure(&configuration)
@@ -320,6 +322,34 @@ struct BridgeTests {
 
     /// Towards a bulk target, a page that ends with a full batch leaves that batch's `publishAll` in flight while the
     /// next page is prepared and persisted; an edit of a message later in the same page still applies once.
+    @Test("towards a target that republishes by key, a batch cut off mid-publish keeps no prepared copy; the restart prepares each again from the staged text, publishes once, then applies the edit")
+    func unstoredBatchAfterInterruptedPublish() async throws {
+        let pair = try Pair(rightScheme: .clientAssigned)
+        defer { pair.remove() }
+        var sent: [RemoteID] = []
+        for index in 0..<3 { sent.append(try await send(pair.alice, "m\(index)", in: "room-left")) }
+        pair.right.faults.loseNextPublishResponses(1)  // m0 lands on the right; the batch's publish then fails
+        let first = try pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true)
+        await #expect(throws: (any Error).self) { try await first.bridge.catchUp(.aToB) }
+        #expect(try await pair.messages(pair.right, "room-right", as: "bob").map(\.text) == ["m0"])
+        let ids = try pair.store.read { tx in try sent.map { try #require(try tx.messageID(backend: "left", remoteID: $0)) } }
+        for id in ids {
+            let row = try #require(try pair.store.read { try $0.message(id) })
+            #expect(row.delivery == .pending && row.content.metadata["bridge.stagedTowards"] == "right")
+            #expect(try pair.store.read { try $0.outboxEntry(id) } == nil, "no prepared copy stored")
+        }
+        try await pair.alice.edit(sent[0], in: "room-left", text: "m0 (edited)")
+        let restarted = try pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true)
+        let stats = try await restarted.bridge.catchUp(.aToB)
+        #expect(stats.messagesAToB == 3)
+        let right = try await pair.messages(pair.right, "room-right", as: "bob")
+        #expect(right.map(\.text) == ["m0 (edited)", "m1", "m2"], "each once, m0 carrying its edit")
+        for id in ids { #expect(try pair.store.read { try $0.message(id) }?.delivery == .received) }
+        try await pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true).bridge.catchUp()
+        #expect(try await pair.messages(pair.right, "room-right", as: "bob").count == 3, "a further pass adds nothing")
+        #expect(try await pair.messages(pair.left, "room-left", as: "alice").count == 3, "nothing came back")
+    }
+
     @Test("towards a bulk target a full batch ending its page stays in flight while the next page is staged; all cross once")
     func bulkBatchesPipeline() async throws {
         let pair = try Pair(rightScheme: .clientAssigned)
@@ -453,12 +483,16 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, OwnMess
     private let delay: Duration
     /// The most messages per `publishAll`.
     let bulkPublishLimit: Int
+    /// Whether the bridge may prepare a staged copy again instead of storing it (true only over a key-derived
+    /// backend, like the Supabase-like adapter).
+    let republishesByKey: Bool
 
     /// Wraps `inner`; each `publishAll` takes at least `delay`.
-    init(_ inner: MemoryAdapter, limit: Int, delay: Duration) {
+    init(_ inner: MemoryAdapter, limit: Int, delay: Duration, republishesByKey: Bool = false) {
         self.inner = inner
         self.bulkPublishLimit = limit
         self.delay = delay
+        self.republishesByKey = republishesByKey
     }
 
     /// What happened, in order.

@@ -122,6 +122,8 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Rows per bulk upsert request (a chunk also ends before its body passes `bulkBodyBytes`).
     public var bulkPublishLimit: Int { 500 }
+    /// True: the row ID follows from the key alone and a repeated upsert ignores the duplicate.
+    public var republishesByKey: Bool { true }
     /// The largest bulk request body built (the server refuses REST bodies above 1 MiB).
     static let bulkBodyBytes = 512 * 1024
     /// Row IDs per read-back request for rows a bulk upsert found already there (keeps the URL short).
