@@ -5,9 +5,15 @@ public enum Base64 {
 
     /// Padded base64 of `bytes`.
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        let bytes = Array(bytes)
         var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        append(bytes, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the padded base64 of `bytes` to `out` (ASCII digits only: safe inside a JSON string as is).
+    public static func append(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+        let bytes = Array(bytes)
+        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
         var index = 0
         while index < bytes.count {
             let b0 = bytes[index], b1 = index + 1 < bytes.count ? bytes[index + 1] : 0, b2 = index + 2 < bytes.count ? bytes[index + 2] : 0
@@ -17,7 +23,6 @@ public enum Base64 {
             out.append(index + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
             index += 3
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Each byte's digit value in the standard alphabet, 0xFF for bytes that are not digits.

@@ -153,4 +153,29 @@ struct NodeProtocolTests {
         let json = Data(JSONValue.object([("messages", .array([message.json])), ("paging_info", page.json(after: [message]))]).serialized.utf8)
         #expect(String(decoding: json, as: UTF8.self) == expected)
     }
+
+    @Test("The byte writer of a stored message gives exactly its JSON value's text, and a stream line wraps it")
+    func messageByteWriter() throws {
+        let group = XMTPNodeGroupID(bytes: Array(0..<16))!
+        let messages = [
+            XMTPNodeStoredMessage(id: 42, createdNs: 1_700_000_000_123_456_789, groupID: group, data: [1, 2, 3],
+                                  senderHMAC: [4, 5], shouldPush: true),
+            XMTPNodeStoredMessage(id: .max, createdNs: 0, groupID: group, data: [], senderHMAC: [], shouldPush: false),
+            XMTPNodeStoredMessage(id: 7, createdNs: 9, groupID: group, data: Array(0...255), senderHMAC: Array(repeating: 0xFF, count: 32),
+                                  shouldPush: false),
+        ]
+        var groupBase64: [UInt8] = []
+        Base64.append(group.bytes, to: &groupBase64)
+        #expect(String(decoding: groupBase64, as: UTF8.self) == group.base64)
+        for message in messages {
+            var written: [UInt8] = []
+            message.appendJSON(to: &written)
+            #expect(String(decoding: written, as: UTF8.self) == message.json.serialized)
+            var withGroup: [UInt8] = [0x20]
+            message.appendJSON(to: &withGroup, groupBase64: groupBase64)
+            #expect(withGroup == [0x20] + written)
+            let line = String(decoding: message.streamLine, as: UTF8.self)
+            #expect(line == JSONValue.object([("result", message.json)]).serialized + "\n")
+        }
+    }
 }

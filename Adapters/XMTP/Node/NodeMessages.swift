@@ -86,9 +86,28 @@ public struct XMTPNodeStoredMessage: Sendable, Hashable {
         ]))])
     }
 
+    /// Appends `json`'s compact text to `out` without building the value (every member is ASCII that needs no
+    /// escaping: decimal numbers and base64); `groupBase64` is the group ID's base64 when the caller has it.
+    func appendJSON(to out: inout [UInt8], groupBase64: [UInt8]? = nil) {
+        out.append(contentsOf: #"{"v1":{"id":""#.utf8)
+        out.append(contentsOf: String(id).utf8)
+        out.append(contentsOf: #"","created_ns":""#.utf8)
+        out.append(contentsOf: String(createdNs).utf8)
+        out.append(contentsOf: #"","group_id":""#.utf8)
+        if let groupBase64 { out.append(contentsOf: groupBase64) } else { Base64.append(groupID.bytes, to: &out) }
+        out.append(contentsOf: #"","data":""#.utf8)
+        Base64.append(data, to: &out)
+        out.append(contentsOf: #"","sender_hmac":""#.utf8)
+        Base64.append(senderHMAC, to: &out)
+        out.append(contentsOf: (shouldPush ? #"","should_push":true}}"# : #"","should_push":false}}"#).utf8)
+    }
+
     /// One line of a subscription: `{"result":<json>}` and a newline.
     var streamLine: Data {
-        Data(JSONValue.object([("result", json)]).serialized.utf8) + Data("\n".utf8)
+        var line = Array(#"{"result":"#.utf8)
+        appendJSON(to: &line)
+        line.append(contentsOf: "}\n".utf8)
+        return Data(line)
     }
 }
 
