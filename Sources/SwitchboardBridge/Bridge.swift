@@ -17,7 +17,8 @@ import SwitchboardStore
 /// With `BridgeConfiguration.batchCopies` (the default) and towards a `BulkPublishingAdapter`, runs of
 /// consecutive plain new messages (no reply, no attachment, not deleted, not the bridge's own) are copied in
 /// batches with the same order of steps: prepare each under its key, persist all their mappings and prepared
-/// copies in one store transaction, `publishAll`, then the bookkeeping in one more.
+/// copies (towards a target that `republishesByKey`, only pending ledger rows naming it) in one store
+/// transaction, `publishAll`, then the bookkeeping in one more.
 public actor Bridge {
     /// The two sides.
     public let a: BridgeSide
