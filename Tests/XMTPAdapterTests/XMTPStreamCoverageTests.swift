@@ -44,6 +44,20 @@ struct XMTPStreamCoverageTests {
         #expect(coverage.runs.isEmpty, "an ended stream records nothing")
     }
 
+    @Test("a count's run covers exactly what it names, and a later count replaces nothing of another's")
+    func countRuns() {
+        var coverage = XMTPStreamCoverage()
+        let count = UUID(), other = UUID()
+        coverage.covered(count, group: "g", from: 200, through: 300)
+        #expect(coverage.coveredThrough(group: "g", after: 100) == nil, "below the pages read so far")
+        #expect(coverage.coveredThrough(group: "g", after: 200) == 300)
+        coverage.covered(count, group: "g", from: 0, through: 300)
+        #expect(coverage.coveredThrough(group: "g", after: 0) == 300, "the last page reaches the first sequence")
+        coverage.covered(other, group: "g", from: 5, through: 5)
+        #expect(coverage.runs[other] == nil, "an empty run is not recorded")
+        #expect(coverage.coveredThrough(group: "g", after: 299) == 300)
+    }
+
     @Test("with two streams on a group, a cursor inside both is covered up to the further end")
     func twoStreams() {
         var coverage = XMTPStreamCoverage()
@@ -124,6 +138,39 @@ struct XMTPLocalDeltaReadTests {
         #expect(reading.cursor == Cursor("s:9"), "the skipped envelope's sequence is passed like the node passes it")
         await #expect(throws: (any Error).self) {
             _ = try await bob.changes(in: group.conversation, after: Cursor("s:12"), limit: 4)
+        }
+    }
+
+    @Test("the pages a count stored are read locally by a delta read starting inside them; the node only past them")
+    func countedPagesReadLocally() async throws {
+        let node = try await TestNode.start()
+        let group = try await TestGroup.make(on: node)
+        defer { group.cleanUp() }
+        let alice = try group.adapter(group.alice)
+        // 230 messages and an undecryptable envelope: the count reads three pages of 100, newest first.
+        for index in 0..<230 {
+            _ = try await alice.publish(try await alice.prepare(group.outgoing("message \(index)", from: group.alice),
+                                                                noSend: false))
+            if index == 120 {
+                try await group.sendRaw(XMTPGroupEnvelope(groupID: group.groupID, nonce: try SecureRandom.bytes(12),
+                                                          ciphertext: try SecureRandom.bytes(64)).encoded(), as: group.alice)
+            }
+        }
+        let reader = try group.adapter(group.bob, database: "reader", faults: false)
+        let fromNode = try await pages(reader, group, after: nil, limit: 100)
+        #expect(fromNode.changes.count == 230)
+        let counter = try group.adapter(group.bob, database: "counter", faults: false)
+        #expect(try await counter.messageCount(in: group.conversation) == 230)
+        await node.stop()
+        // The node is gone: the counted run answers every page up to the newest envelope the count saw.
+        let first = try await counter.changes(in: group.conversation, after: nil, limit: 100)
+        let second = try await counter.changes(in: group.conversation, after: first.cursor, limit: 100)
+        #expect(first.hasMore && second.hasMore)
+        #expect(first.changes + second.changes == Array(fromNode.changes.prefix(200)))
+        let third = try await counter.changes(in: group.conversation, after: second.cursor, limit: 20)
+        #expect(third.changes == Array(fromNode.changes[200..<220]))
+        await #expect(throws: (any Error).self, "past the last counted page the node is asked") {
+            _ = try await counter.changes(in: group.conversation, after: third.cursor, limit: 100)
         }
     }
 

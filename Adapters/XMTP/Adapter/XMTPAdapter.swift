@@ -382,18 +382,32 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// The group's content messages, deleted ones included: every envelope is fetched (pages of 100, newest
     /// first), opened and stored as `history` does, since only the group key tells a message from a reaction, an
     /// edit or a receipt; unlike `history` it builds no messages (no local reads of their rows and references).
+    ///
+    /// The pages are contiguous runs of the group's sequences, so what the count has stored so far (from its oldest
+    /// page up to the newest envelope it saw) counts as covered (`XMTPStreamCoverage`): a delta read starting in
+    /// that run, such as a migration's copy running alongside, is answered from the local database.
     public func messageCount(in conversation: ConversationID) async throws -> Int {
         try requireOnline()
         let group = try groupID(conversation)
+        let hex = Digest.hex(group)
+        let run = UUID()
         var seen = Set<String>()
         var before: UInt64 = 0  // 0: from the newest
+        var newest: UInt64?
         while true {
             try Task.checkCancellation()
             let envelopes = try await node.query(groupID: group, ascending: false, cursor: before, limit: 100)
             for opened in try storeEnvelopes(envelopes, in: conversation).map(\.stored) where !opened.isControl {
                 seen.insert(opened.id)
             }
-            guard envelopes.count >= 100, let oldest = envelopes.map(\.sequence).min() else { return seen.count }
+            let isLast = envelopes.count < 100
+            if let oldest = envelopes.map(\.sequence).min(), let through = newest ?? envelopes.map(\.sequence).max() {
+                newest = through
+                // Every envelope of the group from this page's oldest (from the very first when this page is the
+                // last) up to the newest seen is stored now.
+                coverage.withLock { $0.covered(run, group: hex, from: isLast ? 0 : oldest - 1, through: through) }
+            }
+            guard !isLast, let oldest = envelopes.map(\.sequence).min() else { return seen.count }
             before = oldest
         }
     }

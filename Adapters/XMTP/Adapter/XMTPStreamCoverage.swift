@@ -1,6 +1,6 @@
 import Foundation
 
-/// Which node sequences of each group the adapter's live streams have stored without a gap.
+/// Which node sequences of each group the adapter's live streams (or a count) have stored without a gap.
 ///
 /// The node delivers a subscription's envelopes of a group in increasing sequence, the replay of those after its
 /// cursor first and then the live ones, without gaps or repeats (its `SubscriptionMerge`). So once a stream that
@@ -35,6 +35,13 @@ struct XMTPStreamCoverage: Sendable {
         guard var run = runs[stream], sequence > run.through else { return }
         run.through = sequence
         runs[stream] = run
+    }
+
+    /// A whole read (a count paging the group newest first, not a stream) has stored every envelope of `group` in
+    /// `from + 1 ... through`: `run` now covers exactly that (stored rows stay, so it needs no ending).
+    mutating func covered(_ run: UUID, group: String, from: UInt64, through: UInt64) {
+        guard through > from else { return }
+        runs[run] = Run(group: group, from: from, through: through)
     }
 
     /// `stream` stopped; its run is no longer extended or used.
