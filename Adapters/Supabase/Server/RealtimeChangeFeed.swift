@@ -178,20 +178,22 @@ final class RealtimeChangeFeed: Sendable {
     /// Builds a change from one log row (columns from the cache, reloaded on a miss).
     private func change(from row: [String?], table: RealtimeTableName, connection: PostgresConnection) throws -> RealtimeChange? {
         guard row.count == 8, let type = row[3] else { return nil }
-        var known = progress.withLock { state -> (columns: [RealtimeColumn], positions: [String: Int])? in
+        let cached = progress.withLock { state -> (columns: [RealtimeColumn], positions: [String: Int])? in
             guard let columns = state.columns[table] else { return nil }
             if let positions = state.positions[table] { return (columns, positions) }
-            let positions = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+            let positions = Self.positions(of: columns)
             state.positions[table] = positions
             return (columns, positions)
         }
-        if known == nil {
+        let tableColumns: [RealtimeColumn], positions: [String: Int]
+        if let cached {
+            (tableColumns, positions) = cached
+        } else {
             let loaded = try Self.loadColumns(connection)
             progress.withLock { $0.columns = loaded }
-            let columns = loaded[table] ?? []
-            known = (columns, Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a }))
+            tableColumns = loaded[table] ?? []
+            positions = Self.positions(of: tableColumns)
         }
-        let (tableColumns, positions) = known ?? ([], [:])
         let record = row[4].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: positions) }
         let old = row[5].flatMap { JSONValue.parseOrNil($0) }.map { Self.ordered($0, by: positions) }
         let keyColumns = row[6].flatMap { JSONValue.parseOrNil($0)?.arrayValue }?.compactMap(\.stringValue) ?? []
@@ -212,6 +214,11 @@ final class RealtimeChangeFeed: Sendable {
             try connection.query("DELETE FROM \"realtime\".\"change_log\" WHERE \"committed_at\" < now() - $1::interval",
                                  [Self.retention])
         }
+    }
+
+    /// Each column's position by name (the first, should a name repeat).
+    private static func positions(of columns: [RealtimeColumn]) -> [String: Int] {
+        Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Object members reordered to the table's column order (jsonb sorts keys by length).
