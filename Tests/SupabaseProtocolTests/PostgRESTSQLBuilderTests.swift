@@ -110,6 +110,19 @@ import Testing
         #expect(!evil.sql.contains("DROP") && evil.parameters.count == 1)
     }
 
+    @Test func bulkInsertBindsTheRequestTextAsSent() throws {
+        let text = #"[ {"id": 1, "body": "caf\u00e9"}, {"body": "x", "id": 2} ]"#
+        let sent = try builder.insert(q([]), body: try JSONValue.parse(text), bodyText: text)
+        let rebuilt = try builder.insert(q([]), body: try JSONValue.parse(text))
+        #expect(sent.sql == rebuilt.sql)
+        #expect(sent.parameters == [text], "no second serialization of the body")
+        #expect(rebuilt.parameters == [#"[{"id":1,"body":"café"},{"body":"x","id":2}]"#])
+        // A row lacking a key still goes through VALUES (DEFAULT for the missing cell); the text is not used.
+        let lackingText = #"[{"id": 1}, {"body": "y"}]"#
+        let lacking = try builder.insert(q([]), body: try JSONValue.parse(lackingText), bodyText: lackingText)
+        #expect(!lacking.parameters.contains(lackingText) && lacking.sql.contains("DEFAULT"))
+    }
+
     @Test func bulkInsertKeepsValuesWhenARowLacksAKeyOrRepeatsOne() throws {
         let repeated = try builder.insert(q([]), body: .array([.object([("id", .number("1")), ("id", .number("2"))])]))
         #expect(repeated.sql == "INSERT INTO \"public\".\"messages\" (\"id\") VALUES ($1::bigint)")

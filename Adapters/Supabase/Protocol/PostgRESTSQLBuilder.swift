@@ -42,7 +42,10 @@ public struct PostgRESTSQLBuilder: Sendable {
     }
 
     /// `INSERT` (single object or array of objects), upsert via `Prefer: resolution=` + `on_conflict`.
-    public func insert(_ query: PostgRESTQuery, body: JSONValue) throws -> (sql: String, parameters: [String?]) {
+    ///
+    /// `bodyText` is the request's JSON text that `body` was parsed from, when the caller has it: an array bound as
+    /// one json parameter is then bound as sent instead of being serialized again (PostgreSQL reads the same values).
+    public func insert(_ query: PostgRESTQuery, body: JSONValue, bodyText: String? = nil) throws -> (sql: String, parameters: [String?]) {
         try validate(query)
         let rows = try Self.rows(from: body)
         var columns: [String] = query.insertColumns ?? []
@@ -56,7 +59,7 @@ public struct PostgRESTSQLBuilder: Sendable {
             // One json parameter for the whole body: the same statement text for any row count, parsed once by
             // PostgreSQL, instead of one parameter per cell. Only when no row lacks a column (a lacking key means DEFAULT).
             let quoted = columns.map(Self.quoteIdentifier)
-            let body = binder.bind(body.serialized, type: "json")
+            let body = binder.bind(bodyText ?? body.serialized, type: "json")
             sql += " (" + quoted.joined(separator: ", ") + ") SELECT "
                 + quoted.map { "_pgrst_body." + $0 }.joined(separator: ", ")
                 + " FROM json_to_recordset(\(body)) AS _pgrst_body("

@@ -159,7 +159,8 @@ final class RestGateway: Sendable {
 
     /// POST: insert one object or an array (upsert with `Prefer: resolution=`); 201.
     private func insert(_ operation: RestOperation) async throws -> HTTPServerResponse {
-        let body = try Self.jsonBody(operation.request)
+        let text = try Self.bodyText(operation.request)
+        let body = try PostgRESTError.parseBody(text)
         let keys = operation.query.insertColumns ?? Self.bodyKeys(body)
         try Self.checkColumns(keys, of: operation.table)
         let table = operation.table
@@ -169,7 +170,7 @@ final class RestGateway: Sendable {
             query.preferences.returnMode = .representation
             query.select = table.primaryKey
         }
-        let statement = try PostgRESTSQLBuilder(table: table).insert(query, body: body)
+        let statement = try PostgRESTSQLBuilder(table: table).insert(query, body: body, bodyText: text)
         let outcome = try await mutate(statement, operation)
         var headers: HTTPHeaders = ["Content-Range": Self.contentRange(lower: 1, upper: 0, total: operation.countedTotal(outcome))]
         if location, let path = Self.location(table: table, rows: outcome.body) {
@@ -286,10 +287,15 @@ final class RestGateway: Sendable {
 
     /// The request body as JSON (`PGRST102` when empty, not UTF-8 or not JSON).
     static func jsonBody(_ request: HTTPServerRequest) throws -> JSONValue {
+        try PostgRESTError.parseBody(try bodyText(request))
+    }
+
+    /// The request body as text; a body that is not UTF-8 is refused like invalid JSON.
+    static func bodyText(_ request: HTTPServerRequest) throws -> String {
         guard let text = String(data: request.body, encoding: .utf8) else {
             throw PostgRESTError.invalidBody("the body is not valid UTF-8")
         }
-        return try PostgRESTError.parseBody(text)
+        return text
     }
 
     /// The keys of an object body, or the union of keys of an array of objects, in first-seen order.
