@@ -499,12 +499,7 @@ public actor Bridge {
         case .pending(let stored):
             // A copy was prepared and persisted, then the process stopped before its publish was recorded: publish
             // exactly that copy again (harmless if it went out), then apply what changed at the source since.
-            let receipt = try await target.adapter.publish(stored)
-            let remote = try finishCopy(id, prepared: stored, receipt: receipt, on: target)
-            counted(message, id: id, from: source)
-            if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
-            try await flushWaiting(for: id, on: target)
-            try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
+            try await republish(stored, of: message, id: id, from: source, to: target)
             return
         case .pendingUnstored(let staged):
             // The same copy again: prepared from the text that was staged (the target keeps the first copy it
@@ -514,12 +509,7 @@ public actor Bridge {
             let outgoing = outgoingCopy(of: original, id: id, from: source, to: target, replyTo: nil,
                                         metadata: message.metadata, attachments: [])
             let prepared = try await target.adapter.prepare(outgoing, noSend: true)
-            let receipt = try await target.adapter.publish(prepared)
-            let remote = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
-            counted(message, id: id, from: source)
-            if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
-            try await flushWaiting(for: id, on: target)
-            try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
+            try await republish(prepared, of: message, id: id, from: source, to: target)
             return
         case .new:
             break
@@ -559,6 +549,18 @@ public actor Bridge {
         let receipt = try await target.adapter.publish(prepared)
         _ = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
         counted(message, id: id, from: source)
+        try await flushWaiting(for: id, on: target)
+        try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
+    }
+
+    /// Publishes a copy left pending by an interrupted run, records it, then applies what changed at the source
+    /// since and what waited for it.
+    private func republish(_ prepared: PreparedMessage, of message: RemoteMessage, id: MessageID, from source: BridgeSide,
+                           to target: BridgeSide) async throws {
+        let receipt = try await target.adapter.publish(prepared)
+        let remote = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
+        counted(message, id: id, from: source)
+        if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
         try await flushWaiting(for: id, on: target)
         try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
     }
