@@ -10,7 +10,7 @@ public final class SQLiteConnection {
     /// The file this connection opened (or `:memory:`).
     public let path: String
     /// Prepared statements by SQL text, reused across calls.
-    private var statements: [String: SQLiteStatement] = [:]
+    private var statements: [StatementKey: SQLiteStatement] = [:]
 
     /// The process-wide SQLite settings, applied once before the first connection opens (SQLite reads them when it
     /// initialises): no memory statistics, whose upkeep serialises every allocation of every connection on one
@@ -68,12 +68,13 @@ public final class SQLiteConnection {
 
     /// The cached prepared statement for `sql`, reset and with its bindings cleared.
     public func cachedStatement(_ sql: String) throws -> SQLiteStatement {
-        if let statement = statements[sql] {
+        let key = StatementKey(sql)
+        if let statement = statements[key] {
             statement.reset()
             return statement
         }
         let statement = try SQLiteStatement(connection: try openHandle(sql: sql), sql: sql)
-        statements[sql] = statement
+        statements[key] = statement
         return statement
     }
 
@@ -165,5 +166,46 @@ public final class SQLiteConnection {
         let handle = try openHandle()
         let code = csqlite_set_defensive(handle, 1)
         guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code) }
+    }
+}
+
+/// The statement cache's key: SQL text hashed by its length and its last bytes only, where the texts of one
+/// program's statements differ (the full texts are compared on a match). A lookup per statement run no longer
+/// hashes hundreds of bytes of SQL with SipHash.
+struct StatementKey: Hashable {
+    /// The SQL text.
+    let sql: String
+    /// FNV-1a over the text's last `tailBytes` UTF-8 bytes, mixed with its length.
+    let digest: UInt64
+
+    /// How many trailing bytes the digest reads.
+    static let tailBytes = 64
+
+    /// The key of `sql`.
+    init(_ sql: String) {
+        self.sql = sql
+        let utf8 = sql.utf8
+        var digest: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(utf8.count)
+        let read = utf8.withContiguousStorageIfAvailable { bytes -> UInt64 in
+            var value = digest
+            for byte in bytes.suffix(Self.tailBytes) { value = (value ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return value
+        }
+        if let read {
+            digest = read
+        } else {
+            for byte in utf8.suffix(Self.tailBytes) { digest = (digest ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        }
+        self.digest = digest
+    }
+
+    /// Same text (the digests are compared first, the texts only when they match).
+    static func == (lhs: StatementKey, rhs: StatementKey) -> Bool {
+        lhs.digest == rhs.digest && lhs.sql == rhs.sql
+    }
+
+    /// Hashes the digest only.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(digest)
     }
 }

@@ -1,4 +1,4 @@
-import SwitchboardSQLite
+@testable import SwitchboardSQLite
 import CSQLite
 import Foundation
 @testable import SwitchboardStore
@@ -302,6 +302,19 @@ struct SQLiteStoreTests {
         #expect(try connection.queryFirst("SELECT ?", [nil]) { $0.optionalString(at: 0) } == .some(nil))
         #expect(try connection.queryFirst("SELECT ?", [Data()]) { $0.optionalData(at: 0) } == Data())
         #expect(try connection.queryFirst("SELECT ?", [""]) { $0.optionalString(at: 0) } == "")
+    }
+
+    @Test("The statement cache keeps texts apart that share their length and their last 64 bytes")
+    func statementCacheSeparatesSameTails() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        let tail = String(repeating: " ", count: StatementKey.tailBytes) + "AS v"
+        let one = "SELECT 'one'" + tail, two = "SELECT 'two'" + tail
+        #expect(one.utf8.count == two.utf8.count)
+        #expect(StatementKey(one).digest == StatementKey(two).digest)  // same digest: only the text tells them apart
+        #expect(try connection.queryFirst(one) { $0.string(at: 0) } == "one")
+        #expect(try connection.queryFirst(two) { $0.string(at: 0) } == "two")
+        #expect(try connection.cachedStatement(one) !== connection.cachedStatement(two))
+        #expect(StatementKey("SELECT 1") != StatementKey("SELECT 2"))
     }
 
     @Test("Page loads use the timeline index")
