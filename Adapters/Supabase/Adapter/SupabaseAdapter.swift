@@ -121,7 +121,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     }
 
     /// Rows per bulk upsert request (a chunk also ends before its body passes `bulkBodyBytes`).
-    public var bulkPublishLimit: Int { 500 }
+    public var bulkPublishLimit: Int { 1000 }
     /// True: the row ID follows from the key alone and a repeated upsert ignores the duplicate.
     public var republishesByKey: Bool { true }
     /// The largest bulk request body built (the server refuses REST bodies above 1 MiB).
