@@ -659,12 +659,11 @@ public actor Bridge {
         return remote
     }
 
-    /// `finishCopy` inside a transaction (`keptCopy` false: no stored copy to drop).
-    private static func finish(_ id: MessageID, remote: RemoteID?, on target: BridgeSide, keptCopy: Bool = true,
-                               in tx: any StoreTransaction) throws {
+    /// `finishCopy` inside a transaction.
+    private static func finish(_ id: MessageID, remote: RemoteID?, on target: BridgeSide, in tx: any StoreTransaction) throws {
         if let remote { try record(id, remote, on: target, in: tx) }
         try tx.updateDelivery(of: id, from: .pending, to: .received)
-        if keptCopy { try tx.removeOutbox(id) }
+        try tx.removeOutbox(id)
     }
 
     /// The ledger-row metadata key naming the target a staged copy without a stored prepared copy goes to.
@@ -772,9 +771,11 @@ public actor Bridge {
             for index in run.indices {
                 // A target ID known at prepare was recorded with the batch; only a different or new one is recorded now.
                 let remote = receipts[index].remoteID ?? prepared[index].remoteID
-                try Self.finish(run[index].id, remote: remote == prepared[index].remoteID ? nil : remote, on: target,
-                                keptCopy: staged.keptCopies, in: tx)
+                if let remote, remote != prepared[index].remoteID { try Self.record(run[index].id, remote, on: target, in: tx) }
+                if staged.keptCopies { try tx.removeOutbox(run[index].id) }
             }
+            // The batch's ledger rows leave `pending` together: one statement, not one per message.
+            try tx.updateDeliveries(of: run.map(\.id), from: .pending, to: .received)
         }
         for planned in run { counted(planned.message, id: planned.id, from: source) }
         if !noWaitingReplies.contains(source.backend) {

@@ -161,6 +161,27 @@ final class SQLiteTransaction: StoreTransaction {
         }
     }
 
+    /// One statement for the whole list (the IDs passed as one JSON array): a batch's rows move without a statement
+    /// run per message.
+    func updateDeliveries(of ids: [MessageID], from expected: DeliveryState, to state: DeliveryState) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let columns = Self.deliveryColumns(expected)
+        let update = Self.deliveryColumns(state)
+        let list = JSONValue.array(ids.map { .string($0.rawValue) }).serialized
+        return try perform { connection in
+            try connection.execute(Self.updateDeliveriesSQL, [update.name, update.progress, update.reason, update.retryable,
+                      list, columns.name, columns.progress, columns.reason, columns.retryable])
+            return connection.changes
+        }
+    }
+
+    /// `updateDeliveries`' statement: the listed rows are found by primary key (the JSON array's values).
+    static let updateDeliveriesSQL = """
+        UPDATE messages SET delivery = ?, delivery_progress = ?, failure_reason = ?, failure_retryable = ?
+        WHERE id IN (SELECT value FROM json_each(?)) AND delivery = ? AND delivery_progress IS ?
+          AND failure_reason IS ? AND failure_retryable IS ?
+        """
+
     /// The stored columns of a delivery state (name, upload progress, failure reason and retryability).
     private static func deliveryColumns(_ state: DeliveryState) -> (name: String, progress: Double?, reason: String?, retryable: Bool?) {
         switch state {

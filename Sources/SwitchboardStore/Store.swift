@@ -123,6 +123,9 @@ public protocol StoreTransaction {
     /// is absent or in another state.
     @discardableResult
     func updateDelivery(of id: MessageID, from expected: DeliveryState, to state: DeliveryState) throws -> Bool
+    /// `updateDelivery` for many messages at once; returns how many moved.
+    @discardableResult
+    func updateDeliveries(of ids: [MessageID], from expected: DeliveryState, to state: DeliveryState) throws -> Int
     /// Removes a message and everything hanging off it (attachments, reactions, receipts, mappings, outbox).
     func removeMessage(_ id: MessageID) throws
     /// Up to `limit` messages of a conversation strictly before `position` (newest first); the newest when nil.
@@ -224,6 +227,14 @@ extension StoreTransaction {
         message.delivery = state
         try upsertMessage(message)
         return true
+    }
+
+    /// One `updateDelivery` per message (stores without a single-statement path).
+    @discardableResult
+    public func updateDeliveries(of ids: [MessageID], from expected: DeliveryState, to state: DeliveryState) throws -> Int {
+        var moved = 0
+        for id in ids where try updateDelivery(of: id, from: expected, to: state) { moved += 1 }
+        return moved
     }
 
     /// Checks both unique sides, then inserts (stores without a single-statement path).

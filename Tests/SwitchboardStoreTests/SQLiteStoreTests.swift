@@ -333,6 +333,16 @@ struct SQLiteStoreTests {
         #expect(unfinished.contains { $0.contains("messages_unfinished") })
     }
 
+    @Test("A batch's delivery update finds each listed row by primary key, not by scanning the table")
+    func batchDeliveryUpdateUsesPrimaryKey() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        _ = try SwitchboardSchema.migrations.migrate(connection)
+        let plan = try connection.query("EXPLAIN QUERY PLAN " + SQLiteTransaction.updateDeliveriesSQL,
+                                        ["received", nil, nil, nil, "[\"a\",\"b\"]", "pending", nil, nil, nil]) { $0.string(at: 3) }
+        #expect(plan.contains { $0.hasPrefix("SEARCH messages USING INDEX sqlite_autoindex_messages_1 (id=?)") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN messages") }, "\(plan)")
+    }
+
     @Test("Writing a message builds no temporary b-tree for the partial index's condition")
     func messageWritesNeedNoEphemeralTable() throws {
         let connection = try SQLiteConnection(path: ":memory:")

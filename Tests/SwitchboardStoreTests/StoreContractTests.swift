@@ -113,6 +113,32 @@ struct StoreContractTests {
         #expect(try store.read { try $0.message(message.id) } == message)
     }
 
+    @Test("updateDeliveries moves exactly the listed messages that are in the expected state", arguments: StoreFactory.all)
+    func updateDeliveriesFromExpectedState(_ factory: StoreFactory) throws {
+        let opened = try factory.open()
+        defer { opened.close() }
+        let store = opened.store
+        var pending = (0..<3).map { Fixtures.message(at: Double($0), delivery: .pending) }
+        pending[1].id = "quote\" and \\ backslash"  // any ID, whatever the list's encoding
+        let sent = Fixtures.message(at: 5, delivery: .sent)
+        let unlisted = Fixtures.message(at: 6, delivery: .pending)
+        try store.write { tx in for message in pending + [sent, unlisted] { try tx.upsertMessage(message) } }
+
+        let moved = try store.write {
+            try $0.updateDeliveries(of: pending.map(\.id) + [sent.id, "absent"], from: .pending, to: .received)
+        }
+        #expect(moved == 3)
+        for var message in pending {
+            message.delivery = .received
+            #expect(try store.read { try $0.message(message.id) } == message)
+        }
+        #expect(try store.read { try $0.message(sent.id) } == sent)
+        #expect(try store.read { try $0.message(unlisted.id) } == unlisted)
+        #expect(try store.write { try $0.updateDeliveries(of: [], from: .pending, to: .received) } == 0)
+        #expect(try store.write { try $0.updateDeliveries(of: [sent.id], from: .sent, to: .failed(reason: "x", retryable: true)) } == 1)
+        #expect(try store.read { try $0.message(sent.id)?.delivery } == .failed(reason: "x", retryable: true))
+    }
+
     @Test("Keyset paging backwards stays stable while messages arrive between pages", arguments: StoreFactory.all)
     func pagingBackwards(_ factory: StoreFactory) throws {
         let opened = try factory.open()
