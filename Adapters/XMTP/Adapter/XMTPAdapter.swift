@@ -280,14 +280,14 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
                         in conversation: ConversationID) throws -> [(envelope: XMTPMessageRow, stored: XMTPMessageRow)] {
         let group = try groupID(conversation)
         let cipher = try cipher(conversation)
-        let known = try store.publishedRows(groupID: Digest.hex(group),
-                                            sequences: envelopes.map { Int64(clamping: $0.sequence) })
+        let hex = Digest.hex(group)
+        let known = try store.publishedRows(groupID: hex, sequences: envelopes.map { Int64(clamping: $0.sequence) })
         var opened: [(row: XMTPMessageRow, payload: [UInt8])] = []
         var order: [(known: XMTPMessageRow?, opened: Int?)] = []
         for envelope in envelopes {
             if let row = known[Int64(clamping: envelope.sequence)] {
                 order.append((row, nil))
-            } else if let row = XMTPMessageMapping.open(envelope, groupID: group, cipher: cipher) {
+            } else if let row = XMTPMessageMapping.open(envelope, groupID: group, groupHex: hex, cipher: cipher) {
                 order.append((nil, opened.count))
                 opened.append((row, envelope.data))
             }
