@@ -38,6 +38,8 @@ final class RealtimeChangeFeed: Sendable {
     private let log: @Sendable (String) -> Void
     private let dispatch: @Sendable ([RealtimeChange]) -> Void
     private let isWatched: @Sendable (RealtimeTableName) -> Bool
+    /// Whether a read may leave out the records of a table (asked before each read; by default: nobody watches it).
+    private let omitsRecords: @Sendable (RealtimeTableName) -> Bool
     private let stopped = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     private let progress = Mutex(Progress())
@@ -47,12 +49,18 @@ final class RealtimeChangeFeed: Sendable {
     /// Rows of a table for which `isWatched` is false when they are read are passed over (marked seen, never built
     /// or dispatched): a subscriber only receives changes read after its binding is in place, as with the real
     /// service, and catches up on earlier ones through REST.
+    ///
+    /// PostgreSQL does not even turn the records of such a table into text: each read leaves out the records of
+    /// the tables `omitsRecords` names just before it (by default those `isWatched` is false for). A table watched
+    /// by the time its rows are looked at (a binding added while the read ran) has its records read then.
     init(databaseURL: String, log: @escaping @Sendable (String) -> Void,
          isWatched: @escaping @Sendable (RealtimeTableName) -> Bool = { _ in true },
+         omitsRecords: (@Sendable (RealtimeTableName) -> Bool)? = nil,
          dispatch: @escaping @Sendable ([RealtimeChange]) -> Void) {
         self.databaseURL = databaseURL
         self.log = log
         self.isWatched = isWatched
+        self.omitsRecords = omitsRecords ?? { !isWatched($0) }
         self.dispatch = dispatch
     }
 
@@ -122,27 +130,54 @@ final class RealtimeChangeFeed: Sendable {
     /// Reads and dispatches every change after the last one seen (and recent gaps), in id order, one batch per read.
     private func catchUp(_ connection: PostgresConnection) throws {
         while !isStopped {
-            let (lastSeen, gaps) = progress.withLock { state -> (Int64, [Int64]) in
+            let (lastSeen, gaps, tables) = progress.withLock { state -> (Int64, [Int64], [RealtimeTableName]) in
                 let now = Date()
                 state.gaps = state.gaps.filter { now.timeIntervalSince($0.value) < 10 }
-                return (state.lastSeen, state.gaps.keys.sorted())
+                return (state.lastSeen, state.gaps.keys.sorted(), Array(state.columns.keys))
             }
+            let omitted = Set(tables.filter(omitsRecords))
             // The next `batchLimit` ids by the primary key (an index range scan, whatever the backlog) plus the
             // gaps, ordered by the bigint id. (Ordering by the output column `"id"::text` sorted as text, so a
             // batch crossing 99…9 → 100…0 was delivered out of order, and every read sorted the whole backlog.)
             let result = try connection.query("""
-                SELECT "id"::text, "schema_name", "table_name", "change_type", "record"::text, "old_record"::text,
+                SELECT "id"::text, "schema_name", "table_name", "change_type",
+                       CASE WHEN \(Self.omittedTest) THEN NULL ELSE "record"::text END,
+                       CASE WHEN \(Self.omittedTest) THEN NULL ELSE "old_record"::text END,
                        array_to_json("pk_columns")::text,
                        to_char("committed_at" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
                 FROM ((SELECT * FROM "realtime"."change_log" WHERE "id" > $1::bigint ORDER BY "id" LIMIT \(Self.batchLimit))
                       UNION ALL
                       (SELECT * FROM "realtime"."change_log" WHERE "id" = ANY($2::bigint[]) AND "id" <= $1::bigint)) AS "batch"
                 ORDER BY "batch"."id"
-                """, [String(lastSeen), "{" + gaps.map(String.init).joined(separator: ",") + "}"])
-            var batch: [RealtimeChange] = []
-            batch.reserveCapacity(result.rows.count)
+                """, [String(lastSeen), "{" + gaps.map(String.init).joined(separator: ",") + "}",
+                      Self.arrayLiteral(omitted.map(\.schema)), Self.arrayLiteral(omitted.map(\.table))])
+            var rows = result.rows
             var watched: [RealtimeTableName: Bool] = [:]  // asked once per table and read
-            for row in result.rows {
+            // Rows whose records were left out but whose table is watched now: their records are read after all.
+            var missing: [Int64: Int] = [:]
+            for (index, row) in rows.enumerated() {
+                guard row.count == 8, let id = row[0].flatMap({ Int64($0) }), let schema = row[1], let tableName = row[2] else {
+                    continue
+                }
+                let table = RealtimeTableName(schema: schema, table: tableName)
+                guard omitted.contains(table) else { continue }
+                if watched[table] == nil { watched[table] = isWatched(table) }
+                if watched[table] == true { missing[id] = index }
+            }
+            if !missing.isEmpty {
+                let records = try connection.query("""
+                    SELECT "id"::text, "record"::text, "old_record"::text FROM "realtime"."change_log"
+                    WHERE "id" = ANY($1::bigint[])
+                    """, ["{" + missing.keys.map(String.init).joined(separator: ",") + "}"])
+                for record in records.rows where record.count == 3 {
+                    guard let id = record[0].flatMap({ Int64($0) }), let index = missing[id] else { continue }
+                    rows[index][4] = record[1]
+                    rows[index][5] = record[2]
+                }
+            }
+            var batch: [RealtimeChange] = []
+            batch.reserveCapacity(rows.count)
+            for row in rows {
                 guard let id = row[0].flatMap({ Int64($0) }) else { continue }
                 progress.withLock { state in
                     state.gaps[id] = nil
@@ -171,8 +206,24 @@ final class RealtimeChangeFeed: Sendable {
             if !batch.isEmpty { dispatch(batch) }
             progress.withLock { $0.dispatched = $0.lastSeen }
             try pruneIfDue(connection)
-            if result.rows.count < Self.batchLimit { return }
+            if rows.count < Self.batchLimit { return }
         }
+    }
+
+    /// The read's test for a row whose records are left out: its (schema, table) pair is among parameters $3/$4.
+    private static let omittedTest =
+        "(\"schema_name\", \"table_name\") IN (SELECT * FROM unnest($3::text[], $4::text[]))"
+
+    /// A PostgreSQL text-array literal of `values` (each quoted, `\\` and `"` escaped).
+    static func arrayLiteral(_ values: [String]) -> String {
+        "{" + values.map { value in
+            var quoted = "\""
+            for character in value {
+                if character == "\\" || character == "\"" { quoted.append("\\") }
+                quoted.append(character)
+            }
+            return quoted + "\""
+        }.joined(separator: ",") + "}"
     }
 
     /// Builds a change from one log row (columns from the cache, reloaded on a miss).
