@@ -185,18 +185,16 @@ struct StatementKey: Hashable {
     init(_ sql: String) {
         self.sql = sql
         let utf8 = sql.utf8
-        var digest: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(utf8.count)
-        let read = utf8.withContiguousStorageIfAvailable { bytes -> UInt64 in
-            var value = digest
-            for byte in bytes.suffix(Self.tailBytes) { value = (value ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            return value
-        }
-        if let read {
-            digest = read
-        } else {
-            for byte in utf8.suffix(Self.tailBytes) { digest = (digest ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        }
-        self.digest = digest
+        let seed: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(utf8.count)
+        digest = utf8.withContiguousStorageIfAvailable { Self.mix(seed, $0.suffix(Self.tailBytes)) }
+            ?? Self.mix(seed, utf8.suffix(Self.tailBytes))
+    }
+
+    /// FNV-1a steps over `bytes`, starting from `digest`.
+    private static func mix(_ digest: UInt64, _ bytes: some Sequence<UInt8>) -> UInt64 {
+        var value = digest
+        for byte in bytes { value = (value ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return value
     }
 
     /// Same text (the digests are compared first, the texts only when they match).
