@@ -45,19 +45,28 @@ struct MigrationTests {
         print("migration test: run 1 cancelled after \(first.copied) copied (\(String(format: "%.0f", first.rate)) msg/s); "
               + "target holds \(afterFirst)")
 
-        // 2. The command as a child process, SIGKILLed once its progress passed 1,000 more.
-        let killedAt = try await world.runChildAndKill(afterProcessed: afterFirst + 1_000)
+        // 2. The command as a child process, SIGKILLed once its progress passed 1,000 more. Its progress counts the
+        //    copies the cancelled run left pending (staged, perhaps published) as handled from the start; the child
+        //    publishes them again first, so 1,000 more means 1,000 new ones.
+        let pendingAfterFirst = try world.pendingCopies()
+        let killedAt = try await world.runChildAndKill(afterProcessed: afterFirst + pendingAfterFirst + 1_000)
         let afterKill = try await world.targetCount()
         #expect(afterKill > afterFirst && afterKill < count, "after the SIGKILL the target holds \(afterKill)")
         print("migration test: child SIGKILLed at progress line '\(killedAt)'; target holds \(afterKill)")
 
         // 3. The command again, stopped gracefully with SIGTERM: it finishes the message in flight, prints the
         //    report and exits 143.
-        let terminated = try await world.runChildAndSignal(SIGTERM, afterProcessed: afterKill + 1_000)
+        let pendingAfterKill = try world.pendingCopies()
+        let terminated = try await world.runChildAndSignal(SIGTERM, afterProcessed: afterKill + pendingAfterKill + 1_000)
         #expect(terminated.status == 128 + SIGTERM, "exit \(terminated.status)")
         #expect(terminated.output.contains("migration interrupted"), "\(terminated.output)")
         let afterTerm = try await world.targetCount()
         #expect(afterTerm > afterKill && afterTerm < count, "after the SIGTERM the target holds \(afterTerm)")
+
+        // The graceful stop finished the batch in flight (and the SIGKILLed run's leftovers came before it).
+        #expect(try world.pendingCopies() == 0)
+        print("migration test: pending copies after the cancel \(pendingAfterFirst), after the SIGKILL \(pendingAfterKill), "
+              + "after the SIGTERM 0")
 
         // 4. Resume in-process to the end.
         let resumed = try await world.run()
@@ -277,6 +286,14 @@ final class MigrationWorld: Sendable {
         let store = try SQLiteStore(path: storePath)
         defer { store.close() }
         return try await migration(store: store).run()
+    }
+
+    /// Copies an interrupted run left pending in the ledger (staged, perhaps already published); the next run
+    /// publishes them again under their keys.
+    func pendingCopies() throws -> Int {
+        let store = try SQLiteStore(path: storePath)
+        defer { store.close() }
+        return try store.read { try $0.unfinishedMessages() }.filter { $0.delivery == .pending }.count
     }
 
     /// Verifies on a freshly opened store.
