@@ -155,14 +155,12 @@ final class RealtimeChangeFeed: Sendable {
             var watched: [RealtimeTableName: Bool] = [:]  // asked once per table and read
             // Rows whose records were left out but whose table is watched now: their records are read after all.
             var missing: [Int64: Int] = [:]
-            for (index, row) in rows.enumerated() {
-                guard row.count == 8, let id = row[0].flatMap({ Int64($0) }), let schema = row[1], let tableName = row[2] else {
-                    continue
-                }
+            for (index, row) in rows.enumerated() where !omitted.isEmpty {
+                guard row.count == 8, let schema = row[1], let tableName = row[2] else { continue }
                 let table = RealtimeTableName(schema: schema, table: tableName)
                 guard omitted.contains(table) else { continue }
                 if watched[table] == nil { watched[table] = isWatched(table) }
-                if watched[table] == true { missing[id] = index }
+                if watched[table] == true, let id = row[0].flatMap({ Int64($0) }) { missing[id] = index }
             }
             if !missing.isEmpty {
                 let records = try connection.query("""

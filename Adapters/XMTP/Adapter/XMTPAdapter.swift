@@ -401,13 +401,14 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
                 seen.insert(opened.id)
             }
             let isLast = envelopes.count < 100
-            if let oldest = envelopes.map(\.sequence).min(), let through = newest ?? envelopes.map(\.sequence).max() {
-                newest = through
-                // Every envelope of the group from this page's oldest (from the very first when this page is the
-                // last) up to the newest seen is stored now.
-                coverage.withLock { $0.covered(run, group: hex, from: isLast ? 0 : oldest - 1, through: through) }
-            }
-            guard !isLast, let oldest = envelopes.map(\.sequence).min() else { return seen.count }
+            let sequences = envelopes.map(\.sequence)
+            guard let oldest = sequences.min() else { return seen.count }
+            let through = newest ?? sequences.max() ?? oldest
+            newest = through
+            // Every envelope of the group from this page's oldest (from the very first when this page is the last)
+            // up to the newest seen is stored now.
+            coverage.withLock { $0.covered(run, group: hex, from: isLast ? 0 : oldest - 1, through: through) }
+            if isLast { return seen.count }
             before = oldest
         }
     }

@@ -73,7 +73,7 @@ enum XMTPMessageMapping {
 
     /// Opens an envelope of `groupID` into its row; nil when it does not decrypt or parse (it is skipped).
     /// `groupHex` is `Digest.hex(groupID)`, which a caller opening a page of envelopes computes once.
-    static func open(_ envelope: XMTPNodeEnvelope, groupID: [UInt8], groupHex: String? = nil, cipher: GroupCipher) -> XMTPMessageRow? {
+    static func open(_ envelope: XMTPNodeEnvelope, groupID: [UInt8], groupHex: String, cipher: GroupCipher) -> XMTPMessageRow? {
         guard envelope.groupID == groupID,
               let outer = try? XMTPGroupEnvelope.decode(envelope.data), outer.groupID == groupID,
               let plaintext = try? cipher.open(nonce: outer.nonce, ciphertext: outer.ciphertext, aad: groupID),
@@ -81,7 +81,7 @@ enum XMTPMessageMapping {
               let encoded = try? XMTPEncodedContent.decode(sealed.content) else { return nil }
         let id = XMTPMessageID.hex(groupID: groupID, idempotencyKey: sealed.idempotencyKey, encodedContent: sealed.content)
         let (type, reference) = classify(encoded)
-        return XMTPMessageRow(id: id, groupID: groupHex ?? Digest.hex(groupID), content: sealed.content,
+        return XMTPMessageRow(id: id, groupID: groupHex, content: sealed.content,
                               sentAtNs: Int64(clamping: envelope.createdNs), sender: sealed.senderInboxID, status: .published,
                               contentType: type, referenceID: reference, sequenceID: Int64(clamping: envelope.sequence),
                               idempotencyKey: sealed.idempotencyKey)
