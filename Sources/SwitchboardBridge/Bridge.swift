@@ -426,7 +426,10 @@ public actor Bridge {
         var batch = try await changes(of: adapter, in: conversation, after: cursor, limit: limit)
         while batch.hasMore, batch.changes.count + limit <= span, batch.cursor != cursor,
               batch.changes.allSatisfy({ if case .message = $0 { true } else { false } }) {
-            let next = try await changes(of: adapter, in: conversation, after: batch.cursor, limit: limit)
+            // The rest of the span in whole pages, asked for at once: an adapter that can read that much in one go
+            // (the XMTP-like one stores it in one transaction) does; the others serve a page and the loop goes on.
+            let rest = (span - batch.changes.count) / limit * limit
+            let next = try await changes(of: adapter, in: conversation, after: batch.cursor, limit: rest)
             guard !next.changes.isEmpty || next.cursor != batch.cursor else { break }
             batch = ChangeBatch(changes: batch.changes + next.changes, cursor: next.cursor, hasMore: next.hasMore)
         }

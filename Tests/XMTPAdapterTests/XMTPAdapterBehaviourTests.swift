@@ -178,6 +178,28 @@ struct XMTPAdapterBehaviourTests {
         }
     }
 
+    @Test("one changes call reads past the node's 100-envelope pages, up to 1,000; the count steps over such reads")
+    func changesPastNodePages() async throws {
+        try await withGroup { group in
+            let alice = try group.adapter(group.alice)
+            var prepared: [PreparedMessage] = []
+            for index in 0..<1050 { prepared.append(try await alice.prepare(group.outgoing("m\(index)", from: group.alice), noSend: false)) }
+            _ = try await alice.publishAll(prepared)
+            let texts = (0..<1050).map { "m\($0)" }
+            func read(_ batch: ChangeBatch) -> [String] { batch.changes.compactMap { if case .message(let m) = $0 { m.text } else { nil } } }
+            let reader = try group.adapter(group.bob, database: "reader", faults: false)
+            let part = try await reader.changes(in: group.conversation, after: nil, limit: 250)
+            #expect(read(part) == Array(texts.prefix(250)) && part.hasMore && part.cursor == Cursor("s:250"))
+            let rest = try await reader.changes(in: group.conversation, after: part.cursor, limit: 1000)
+            #expect(read(rest) == Array(texts[250...]) && !rest.hasMore && rest.cursor == Cursor("s:1050"))
+            let fresh = try group.adapter(group.bob, database: "fresh", faults: false)
+            let most = try await fresh.changes(in: group.conversation, after: nil, limit: 5000)
+            #expect(read(most) == Array(texts.prefix(1000)) && most.hasMore, "a limit above 1,000 reads 1,000")
+            let counter = try group.adapter(group.bob, database: "counter", faults: false)
+            #expect(try await counter.messageCount(in: group.conversation) == 1050)
+        }
+    }
+
     @Test("an undecryptable envelope between two valid ones skips only itself")
     func undecryptableSkipped() async throws {
         try await withGroup { group in

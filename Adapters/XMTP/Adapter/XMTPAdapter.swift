@@ -379,9 +379,10 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         return HistoryPage(messages: messages, reactions: reactions, olderCursor: older)
     }
 
-    /// The group's content messages, deleted ones included: every envelope is fetched (pages of 100, newest
-    /// first), opened and stored as `history` does, since only the group key tells a message from a reaction, an
-    /// edit or a receipt; unlike `history` it builds no messages (no local reads of their rows and references).
+    /// The group's content messages, deleted ones included: every envelope is fetched (the node's pages of 100,
+    /// newest first, stored 1,000 at a time in one transaction), opened and stored as `history` does, since only
+    /// the group key tells a message from a reaction, an edit or a receipt; unlike `history` it builds no messages
+    /// (no local reads of their rows and references).
     ///
     /// The pages are contiguous runs of the group's sequences, so what the count has stored so far (from its oldest
     /// page up to the newest envelope it saw) counts as covered (`XMTPStreamCoverage`): a delta read starting in
@@ -396,11 +397,11 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         var newest: UInt64?
         while true {
             try Task.checkCancellation()
-            let envelopes = try await node.query(groupID: group, ascending: false, cursor: before, limit: 100)
+            let (envelopes, full) = try await queryPages(group, ascending: false, cursor: before, limit: Self.storedPageLimit)
+            let isLast = !full
             for opened in try storeEnvelopes(envelopes, in: conversation).map(\.stored) where !opened.isControl {
                 seen.insert(opened.id)
             }
-            let isLast = envelopes.count < 100
             let sequences = envelopes.map(\.sequence)
             guard let oldest = sequences.min() else { return seen.count }
             let through = newest ?? sequences.max() ?? oldest
@@ -413,7 +414,8 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         }
     }
 
-    /// Envelopes after the cursor in the node's order, each stored, then reported as the change it makes.
+    /// Envelopes after the cursor in the node's order, each stored, then reported as the change it makes: up to
+    /// `limit` (at most 1,000) per call, read in the node's pages of 100 and stored in one transaction.
     ///
     /// Where a live stream has stored the group's envelopes after the cursor without a gap (`XMTPStreamCoverage`),
     /// they are read from the local database instead of being fetched again; the node is asked only for what
@@ -422,7 +424,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// not stored, so a local page may end at a later sequence than the node's would.
     public func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
         try requireOnline()
-        let limit = max(1, min(limit, 100))
+        let limit = max(1, min(limit, Self.storedPageLimit))
         let after = try Self.sequence(of: cursor)
         let group = try groupID(conversation)
         let hex = Digest.hex(group)
@@ -441,12 +443,33 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
             position = through
             read = rows.count
         }
-        let remaining = limit - read
-        let envelopes = try await node.query(groupID: group, ascending: true, cursor: position, limit: remaining)
+        let (envelopes, full) = try await queryPages(group, ascending: true, cursor: position, limit: limit - read)
         changes += try ingest(envelopes, in: conversation)
         let last = envelopes.last?.sequence ?? position
         if last > after { try store.advanceRefreshCursor(hex, from: Int64(clamping: after), to: Int64(clamping: last)) }
-        return ChangeBatch(changes: changes, cursor: Cursor("s:\(last)"), hasMore: envelopes.count >= remaining)
+        return ChangeBatch(changes: changes, cursor: Cursor("s:\(last)"), hasMore: full)
+    }
+
+    /// The most envelopes the node returns per query (XMTP's page size).
+    static let nodePageLimit = 100
+    /// The most envelopes one `changes` call or one step of the count reads and stores (in one transaction).
+    static let storedPageLimit = 1000
+
+    /// Up to `limit` envelopes of the group from `cursor` on (exclusive; 0 from the start or, descending, from the
+    /// newest) in the node's pages of `nodePageLimit`, and whether the last page was full (more may follow).
+    private func queryPages(_ group: [UInt8], ascending: Bool, cursor: UInt64,
+                            limit: Int) async throws -> (envelopes: [XMTPNodeEnvelope], full: Bool) {
+        var envelopes: [XMTPNodeEnvelope] = []
+        var cursor = cursor
+        while true {
+            let want = min(Self.nodePageLimit, limit - envelopes.count)
+            let page = try await node.query(groupID: group, ascending: ascending, cursor: cursor, limit: want)
+            envelopes += page
+            guard page.count >= want else { return (envelopes, false) }
+            guard envelopes.count < limit,
+                  let next = ascending ? page.map(\.sequence).max() : page.map(\.sequence).min() else { return (envelopes, true) }
+            cursor = next
+        }
     }
 
     // MARK: live
