@@ -214,6 +214,51 @@ extension JSONValue {
     public static func parseOrNil(_ bytes: some Collection<UInt8>) -> JSONValue? { try? parse(bytes) }
 }
 
+extension JSONValue {
+    /// The member names, in order, of each object of a top-level array of objects (`isArray`), or of a top-level
+    /// object (one list), when `bytes` are valid JSON of that shape, checked as strictly as `parse` but without
+    /// building any value; nil when they are not valid JSON or hold another shape (`parse` then says why).
+    public static func objectKeys(_ bytes: some Collection<UInt8>,
+                                  maximumDepth: Int = JSONValue.maximumDepth) -> (isArray: Bool, keys: [[String]])? {
+        var reader = JSONReader(bytes: Array(bytes), maximumDepth: maximumDepth)
+        do {
+            reader.skipWhitespace()
+            guard reader.index < reader.bytes.count else { return nil }
+            let result: (isArray: Bool, keys: [[String]])
+            switch reader.bytes[reader.index] {
+            case UInt8(ascii: "{"):
+                result = (false, [try reader.objectKeys(depth: 0)])
+            case UInt8(ascii: "["):
+                reader.index += 1
+                var keys: [[String]] = []
+                reader.skipWhitespace()
+                if reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "]") {
+                    reader.index += 1
+                } else {
+                    while true {
+                        reader.skipWhitespace()
+                        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "{") else { return nil }
+                        keys.append(try reader.objectKeys(depth: 1))
+                        reader.skipWhitespace()
+                        guard reader.index < reader.bytes.count else { return nil }
+                        if reader.bytes[reader.index] == UInt8(ascii: ",") { reader.index += 1; continue }
+                        guard reader.bytes[reader.index] == UInt8(ascii: "]") else { return nil }
+                        reader.index += 1
+                        break
+                    }
+                }
+                result = (true, keys)
+            default:
+                return nil
+            }
+            reader.skipWhitespace()
+            return reader.index == reader.bytes.count ? result : nil
+        } catch {
+            return nil
+        }
+    }
+}
+
 /// A strict RFC 8259 reader over UTF-8 bytes.
 private struct JSONReader {
     let bytes: [UInt8]
@@ -275,6 +320,111 @@ private struct JSONReader {
         default:
             return .number(try number())
         }
+    }
+
+    /// Reads the object at `index` (its `{` there) as `value` would, keeping only its member names in order.
+    mutating func objectKeys(depth: Int) throws(JSONParseError) -> [String] {
+        guard depth < maximumDepth else { throw fail("nesting too deep") }
+        index += 1
+        var keys: [String] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return keys }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected key") }
+            keys.append(try string())
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            skipWhitespace()
+            try skipValue(depth: depth + 1)
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unterminated object") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return keys }
+            throw fail("expected ',' or '}'")
+        }
+    }
+
+    /// Checks the value at `index` as `value` would and moves past it, building nothing (strings are checked in
+    /// place: escapes and UTF-8 validity).
+    mutating func skipValue(depth: Int) throws(JSONParseError) {
+        guard depth < maximumDepth else { throw fail("nesting too deep") }
+        guard index < bytes.count else { throw fail("unexpected end") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"):
+            index += 1
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected key") }
+                try skipString()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipWhitespace()
+                try skipValue(depth: depth + 1)
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unterminated object") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return }
+                throw fail("expected ',' or '}'")
+            }
+        case UInt8(ascii: "["):
+            index += 1
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
+            while true {
+                skipWhitespace()
+                try skipValue(depth: depth + 1)
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unterminated array") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return }
+                throw fail("expected ',' or ']'")
+            }
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        default: try skipNumber()
+        }
+    }
+
+    /// `number` without making its text.
+    private mutating func skipNumber() throws(JSONParseError) {
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let integerStart = index
+        let integerDigits = digits()
+        guard integerDigits > 0 else { throw fail("invalid number") }
+        if integerDigits > 1, bytes[integerStart] == UInt8(ascii: "0") { throw fail("leading zero") }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits() > 0 else { throw fail("invalid number") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard digits() > 0 else { throw fail("invalid number") }
+        }
+    }
+
+    /// `string` without making its text: plain runs are only checked for valid UTF-8 when they hold non-ASCII
+    /// bytes; a string with escapes is read whole by `string` (rare in the bodies this serves).
+    private mutating func skipString() throws(JSONParseError) {
+        let open = index
+        index += 1
+        let start = index
+        let bits = skipPlainRun()
+        guard index < bytes.count else { throw fail("unterminated string") }
+        if bytes[index] == UInt8(ascii: "\"") {
+            index += 1
+            if bits >= 0x80 { _ = try text(of: bytes[start..<index - 1], isASCII: false) }
+            return
+        }
+        index = open
+        _ = try string()
     }
 
     mutating func literal(_ word: String) throws(JSONParseError) {

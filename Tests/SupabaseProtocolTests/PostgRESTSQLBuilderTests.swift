@@ -123,6 +123,26 @@ import Testing
         #expect(!lacking.parameters.contains(lackingText) && lacking.sql.contains("DEFAULT"))
     }
 
+    @Test func bulkInsertFromMemberNamesAloneMatchesTheParsedBodyOrDeclines() throws {
+        let query = try q([("on_conflict", "id"), ("select", "id")], [("Prefer", "resolution=ignore-duplicates,return=representation")])
+        func keys(_ text: String) throws -> [[String]] { try #require(JSONValue.objectKeys(Array(text.utf8))).keys }
+        let text = #"[{"id": 1, "body": "a", "meta": {"x": [1]}}, {"meta": null, "body": "b", "id": 2}]"#
+        let parsed = try builder.insert(query, body: try JSONValue.parse(text), bodyText: text)
+        let named = try #require(try builder.insert(query, arrayKeys: try keys(text), bodyText: text))
+        #expect(named.sql == parsed.sql && named.parameters == parsed.parameters && named.parameters == [text])
+        let listed = try q([("columns", "id")])
+        let extra = #"[{"id": 1, "sent": true}]"#
+        let extraNamed = try builder.insert(listed, arrayKeys: try keys(extra), bodyText: extra)
+        let extraParsed = try builder.insert(listed, body: try JSONValue.parse(extra), bodyText: extra)
+        #expect(extraNamed?.sql == extraParsed.sql)
+        // A row lacking a column, a repeated key or no column at all needs the values (VALUES/DEFAULT): declined.
+        for declined in [#"[{"id": 1}, {"body": "y"}]"#, #"[{"id": 1, "id": 2}]"#, "[{}, {}]", "[]"] {
+            let statement = try builder.insert(q([]), arrayKeys: try keys(declined), bodyText: declined)
+            #expect(statement == nil, "\(declined)")
+        }
+        #expect(throws: PostgRESTError.self) { try builder.insert(q([]), arrayKeys: [["nope"]], bodyText: #"[{"nope":1}]"#) }
+    }
+
     @Test func bulkInsertKeepsValuesWhenARowLacksAKeyOrRepeatsOne() throws {
         let repeated = try builder.insert(q([]), body: .array([.object([("id", .number("1")), ("id", .number("2"))])]))
         #expect(repeated.sql == "INSERT INTO \"public\".\"messages\" (\"id\") VALUES ($1::bigint)")

@@ -48,25 +48,46 @@ public struct PostgRESTSQLBuilder: Sendable {
     public func insert(_ query: PostgRESTQuery, body: JSONValue, bodyText: String? = nil) throws -> (sql: String, parameters: [String?]) {
         try validate(query)
         let rows = try Self.rows(from: body)
+        let isArray = if case .array = body { true } else { false }
+        // With the rows at hand the statement always exists (VALUES when the recordset does not apply).
+        return try insertStatement(query, isArray: isArray, keys: rows.map { $0.map(\.key) }, rows: rows,
+                                   bodyText: { bodyText ?? body.serialized })!
+    }
+
+    /// The `INSERT` of an array of objects known only by its member names (`JSONValue.objectKeys` of `bodyText`), so
+    /// the body need not be parsed: the statement when every row carries every column (the text is bound as one json
+    /// parameter), else nil — the caller then parses the body for `insert(_:body:bodyText:)`, which writes DEFAULT
+    /// where a row lacks a column.
+    public func insert(_ query: PostgRESTQuery, arrayKeys keys: [[String]],
+                       bodyText: String) throws -> (sql: String, parameters: [String?])? {
+        try validate(query)
+        return try insertStatement(query, isArray: true, keys: keys, rows: nil, bodyText: { bodyText })
+    }
+
+    /// The `INSERT` for rows with member names `keys` (values in `rows`, when parsed): the whole body as one json
+    /// recordset when it is an array whose rows all carry every column, else VALUES (nil without `rows`).
+    private func insertStatement(_ query: PostgRESTQuery, isArray: Bool, keys: [[String]],
+                                 rows: [[(key: String, value: JSONValue)]]?,
+                                 bodyText: () -> String) throws -> (sql: String, parameters: [String?])? {
         var columns: [String] = query.insertColumns ?? []
         if query.insertColumns == nil {
-            for row in rows { for (key, _) in row where !columns.contains(key) { columns.append(key) } }
+            for row in keys { for key in row where !columns.contains(key) { columns.append(key) } }
         }
         let types = try columns.map { try castType(for: $0) }
         var binder = Binder()
         var sql = "INSERT INTO \(qualifiedName)"
-        if case .array = body, !columns.isEmpty, Self.everyRow(rows, hasEach: columns) {
+        if isArray, !columns.isEmpty, Self.everyRow(keys, hasEach: columns) {
             // One json parameter for the whole body: the same statement text for any row count, parsed once by
             // PostgreSQL, instead of one parameter per cell. Only when no row lacks a column (a lacking key means DEFAULT).
             let quoted = columns.map(Self.quoteIdentifier)
-            let body = binder.bind(bodyText ?? body.serialized, type: "json")
+            let body = binder.bind(bodyText(), type: "json")
             sql += " (" + quoted.joined(separator: ", ") + ") SELECT "
                 + quoted.map { "_pgrst_body." + $0 }.joined(separator: ", ")
                 + " FROM json_to_recordset(\(body)) AS _pgrst_body("
                 + zip(quoted, types).map { "\($0) \($1)" }.joined(separator: ", ") + ")"
-        } else if columns.isEmpty {
+        } else if let rows, columns.isEmpty {
             sql += " SELECT FROM generate_series(1, \(binder.bind(String(rows.count), type: "integer")))"
-        } else {
+        } else if let rows {
             sql += " (" + columns.map(Self.quoteIdentifier).joined(separator: ", ") + ") VALUES "
             sql += rows.map { row in
                 let values = Dictionary(row, uniquingKeysWith: { _, last in last })
@@ -75,6 +96,8 @@ public struct PostgRESTSQLBuilder: Sendable {
                     return binder.bind(Self.parameterText(value, type: type), type: type)
                 }.joined(separator: ", ") + ")"
             }.joined(separator: ", ")
+        } else {
+            return nil
         }
         if let resolution = query.preferences.resolution {
             let target = query.onConflict ?? table.primaryKey
@@ -225,13 +248,13 @@ public struct PostgRESTSQLBuilder: Sendable {
     }
 
     /// Whether every row has each of `columns` exactly once (so a JSON recordset reads the same values as VALUES would).
-    private static func everyRow(_ rows: [[(key: String, value: JSONValue)]], hasEach columns: [String]) -> Bool {
+    private static func everyRow(_ rows: [[String]], hasEach columns: [String]) -> Bool {
         let position = Dictionary(columns.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
         guard position.count == columns.count else { return false }
         var lastRow = [Int](repeating: -1, count: columns.count)
         for (index, row) in rows.enumerated() {
             var found = 0
-            for (key, _) in row {
+            for key in row {
                 guard let at = position[key] else { continue }
                 guard lastRow[at] != index else { return false }
                 lastRow[at] = index

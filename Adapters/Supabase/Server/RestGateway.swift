@@ -160,9 +160,6 @@ final class RestGateway: Sendable {
     /// POST: insert one object or an array (upsert with `Prefer: resolution=`); 201.
     private func insert(_ operation: RestOperation) async throws -> HTTPServerResponse {
         let text = try Self.bodyText(operation.request)
-        let body = try PostgRESTError.parseBody(text)
-        let keys = operation.query.insertColumns ?? Self.bodyKeys(body)
-        try Self.checkColumns(keys, of: operation.table)
         let table = operation.table
         let location = operation.query.preferences.returnMode == .headersOnly && !table.primaryKey.isEmpty
         var query = operation.executionQuery
@@ -170,7 +167,20 @@ final class RestGateway: Sendable {
             query.preferences.returnMode = .representation
             query.select = table.primaryKey
         }
-        let statement = try PostgRESTSQLBuilder(table: table).insert(query, body: body, bodyText: text)
+        let builder = PostgRESTSQLBuilder(table: table)
+        var statement: (sql: String, parameters: [String?])?
+        // An array of objects (a bulk insert) is read for its member names only: when every row carries every
+        // column the text goes to PostgreSQL as it came, so its values are never built here.
+        if let shape = JSONValue.objectKeys(operation.request.body), shape.isArray {
+            try Self.checkColumns(operation.query.insertColumns ?? Self.keys(shape.keys), of: table)
+            statement = try builder.insert(query, arrayKeys: shape.keys, bodyText: text)
+        }
+        if statement == nil {
+            let body = try PostgRESTError.parseBody(text)
+            try Self.checkColumns(operation.query.insertColumns ?? Self.bodyKeys(body), of: table)
+            statement = try builder.insert(query, body: body, bodyText: text)
+        }
+        guard let statement else { throw PostgRESTError.invalidBody("expected a JSON object or array") }
         let outcome = try await mutate(statement, operation)
         var headers: HTTPHeaders = ["Content-Range": Self.contentRange(lower: 1, upper: 0, total: operation.countedTotal(outcome))]
         if location, let path = Self.location(table: table, rows: outcome.body) {
@@ -306,10 +316,15 @@ final class RestGateway: Sendable {
         case let .array(items): objects = items
         default: objects = []
         }
+        return keys(objects.map { ($0.members ?? []).map(\.key) })
+    }
+
+    /// The union of the rows' member names, in first-seen order.
+    static func keys(_ rows: [[String]]) -> [String] {
         var keys: [String] = []
         var seen = Set<String>()
-        for object in objects {
-            for member in object.members ?? [] where seen.insert(member.key).inserted { keys.append(member.key) }
+        for row in rows {
+            for key in row where seen.insert(key).inserted { keys.append(key) }
         }
         return keys
     }
