@@ -80,6 +80,8 @@ struct RealtimeChangeFeedTests {
         #expect(changes.map { $0.record?["body"]?.stringValue } == bodies)
         #expect(changes.allSatisfy { $0.type == "INSERT" && $0.record?["metadata"]?["k"]?.stringValue == "v" })
         #expect(changes.allSatisfy { $0.primaryKey.first?.column == "id" && $0.primaryKey.first?.value == $0.record?["id"] })
+        // The commit time is read with the records (`YYYY-MM-DDTHH:MM:SS.mmmZ`).
+        #expect(changes.allSatisfy { $0.commitTimestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil })
     }
 
     @Test("The read's list of tables whose records it leaves out quotes every name")

@@ -139,15 +139,19 @@ final class RealtimeChangeFeed: Sendable {
             // The next `batchLimit` ids by the primary key (an index range scan, whatever the backlog) plus the
             // gaps, ordered by the bigint id. (Ordering by the output column `"id"::text` sorted as text, so a
             // batch crossing 99…9 → 100…0 was delivered out of order, and every read sorted the whole backlog.)
+            // A row whose records are left out is not turned into text at all: only its id and table are read
+            // (the test is made once per row, in the fenced subquery).
             let result = try connection.query("""
                 SELECT "id"::text, "schema_name", "table_name", "change_type",
-                       CASE WHEN \(Self.omittedTest) THEN NULL ELSE "record"::text END,
-                       CASE WHEN \(Self.omittedTest) THEN NULL ELSE "old_record"::text END,
-                       array_to_json("pk_columns")::text,
-                       to_char("committed_at" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-                FROM ((SELECT * FROM "realtime"."change_log" WHERE "id" > $1::bigint ORDER BY "id" LIMIT \(Self.batchLimit))
-                      UNION ALL
-                      (SELECT * FROM "realtime"."change_log" WHERE "id" = ANY($2::bigint[]) AND "id" <= $1::bigint)) AS "batch"
+                       CASE WHEN "omitted" THEN NULL ELSE "record"::text END,
+                       CASE WHEN "omitted" THEN NULL ELSE "old_record"::text END,
+                       CASE WHEN "omitted" THEN NULL ELSE array_to_json("pk_columns")::text END,
+                       CASE WHEN "omitted" THEN NULL ELSE \(Self.committedAtText) END
+                FROM (SELECT *, \(Self.omittedTest) AS "omitted"
+                      FROM ((SELECT * FROM "realtime"."change_log" WHERE "id" > $1::bigint ORDER BY "id" LIMIT \(Self.batchLimit))
+                            UNION ALL
+                            (SELECT * FROM "realtime"."change_log" WHERE "id" = ANY($2::bigint[]) AND "id" <= $1::bigint)) AS "read"
+                      OFFSET 0) AS "batch"
                 ORDER BY "batch"."id"
                 """, [String(lastSeen), "{" + gaps.map(String.init).joined(separator: ",") + "}",
                       Self.arrayLiteral(omitted.map(\.schema)), Self.arrayLiteral(omitted.map(\.table))])
@@ -164,13 +168,13 @@ final class RealtimeChangeFeed: Sendable {
             }
             if !missing.isEmpty {
                 let records = try connection.query("""
-                    SELECT "id"::text, "record"::text, "old_record"::text FROM "realtime"."change_log"
-                    WHERE "id" = ANY($1::bigint[])
+                    SELECT "id"::text, "record"::text, "old_record"::text, array_to_json("pk_columns")::text,
+                           \(Self.committedAtText)
+                    FROM "realtime"."change_log" WHERE "id" = ANY($1::bigint[])
                     """, ["{" + missing.keys.map(String.init).joined(separator: ",") + "}"])
-                for record in records.rows where record.count == 3 {
+                for record in records.rows where record.count == 5 {
                     guard let id = record[0].flatMap({ Int64($0) }), let index = missing[id] else { continue }
-                    rows[index][4] = record[1]
-                    rows[index][5] = record[2]
+                    rows[index].replaceSubrange(4..<8, with: record[1..<5])
                 }
             }
             var batch: [RealtimeChange] = []
@@ -207,6 +211,10 @@ final class RealtimeChangeFeed: Sendable {
             if rows.count < Self.batchLimit { return }
         }
     }
+
+    /// A log row's commit time as the text realtime sends (`YYYY-MM-DDTHH:MM:SS.mmmZ`).
+    private static let committedAtText =
+        "to_char(\"committed_at\" AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
     /// The read's test for a row whose records are left out: its (schema, table) pair is among parameters $3/$4.
     private static let omittedTest =
