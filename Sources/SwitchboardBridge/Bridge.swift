@@ -786,7 +786,8 @@ public actor Bridge {
             copiedSinceReplyCheck[source.backend, default: []] += run.map(\.message.remoteID)
         }
         let waitKeys = run.map { Self.waitKey($0.id, target) }
-        let waited = try store.read { tx in try run.indices.filter { !(try tx.pendingOperations(waitingOn: waitKeys[$0]).isEmpty) } }
+        let waiting = try store.read { try $0.waitKeys(among: waitKeys) }
+        let waited = waiting.isEmpty ? [] : run.indices.filter { waiting.contains(waitKeys[$0]) }
         for index in waited { try await flushWaiting(for: run[index].id, on: target) }
     }
 

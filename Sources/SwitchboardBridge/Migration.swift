@@ -236,8 +236,8 @@ public actor Migration {
         while true {
             do {
                 try await bridge.catchUp(.aToB) { outcome in
-                    let snapshot = tally.record(outcome)
-                    progress?(snapshot)
+                    tally.record(outcome)
+                    if let progress { progress(tally.snapshot()) }
                 }
                 if stopRequested || Task.isCancelled { status = .interrupted }
                 break
@@ -318,18 +318,24 @@ final class MigrationTally: Sendable {
     private struct State {
         var total: Int?
         var kinds: [MessageID: Kind] = [:]
-        var counts: [Kind: Int] = [.skipped: 0, .present: 0, .copied: 0]
+        /// The count of each kind, by raw value.
+        var counts = [0, 0, 0, 0]
         var seenThisRun = Set<MessageID>()
         var started = ContinuousClock.now
 
         /// Records `kind` for `id` unless a stronger outcome is known.
         mutating func set(_ id: MessageID, _ kind: Kind) {
-            let old = kinds[id]
-            if let old, old.rawValue >= kind.rawValue { return }
-            if let old { counts[old, default: 0] -= 1 }
-            counts[kind, default: 0] += 1
-            kinds[id] = kind
+            let old = kinds.updateValue(kind, forKey: id)
+            if let old, old.rawValue >= kind.rawValue {
+                kinds[id] = old
+                return
+            }
+            if let old { counts[old.rawValue] -= 1 }
+            counts[kind.rawValue] += 1
         }
+
+        /// How many outcomes are of `kind`.
+        func count(_ kind: Kind) -> Int { counts[kind.rawValue] }
     }
 
     private let state: Mutex<State>
@@ -348,8 +354,8 @@ final class MigrationTally: Sendable {
     /// Sets the estimated total once it is known.
     func setTotal(_ total: Int) { state.withLock { $0.total = total } }
 
-    /// Counts one outcome (an ID reported again, e.g. for a later edit, counts once) and returns the progress.
-    func record(_ outcome: Bridge.Outcome) -> MigrationProgress {
+    /// Counts one outcome (an ID reported again, e.g. for a later edit, counts once).
+    func record(_ outcome: Bridge.Outcome) {
         state.withLock { state in
             switch outcome {
             case .copied(let id):
@@ -362,7 +368,6 @@ final class MigrationTally: Sendable {
                 state.set(id, .skipped)
                 state.seenThisRun.insert(id)
             }
-            return Self.progress(state)
         }
     }
 
@@ -373,8 +378,8 @@ final class MigrationTally: Sendable {
     private static func progress(_ state: State) -> MigrationProgress {
         let processed = state.kinds.count
         return MigrationProgress(processed: processed, total: state.total.map { max($0, processed) },
-                                 copied: state.counts[.copied] ?? 0, alreadyPresent: state.counts[.present] ?? 0,
-                                 skippedDeleted: state.counts[.skipped] ?? 0,
+                                 copied: state.count(.copied), alreadyPresent: state.count(.present),
+                                 skippedDeleted: state.count(.skipped),
                                  elapsed: Migration.seconds(ContinuousClock.now - state.started),
                                  processedThisRun: state.seenThisRun.count)
     }

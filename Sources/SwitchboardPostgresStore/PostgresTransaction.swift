@@ -546,6 +546,14 @@ final class PostgresTransaction: StoreTransaction {
             """, [waitKey]) { try Self.decodePending($0) }
     }
 
+    /// One statement for the whole list (a text array).
+    func waitKeys(among keys: [String]) throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        return Set(try rows("""
+            SELECT DISTINCT wait_key FROM \(p)pending_operations WHERE wait_key = ANY($1::text[])
+            """, [PostgresArray.literal(keys)]) { try $0.string(0) })
+    }
+
     /// Every waiting operation, oldest first.
     func allPendingOperations() throws -> [PendingOperation] {
         try rows("""

@@ -610,6 +610,20 @@ final class SQLiteTransaction: StoreTransaction {
         }
     }
 
+    /// One statement for the whole list (passed as one JSON array), each key an index probe.
+    func waitKeys(among keys: [String]) throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        let list = JSONValue.array(keys.map { .string($0) }).serialized
+        return try perform { connection in
+            Set(try connection.query(Self.waitKeysSQL, [list]) { $0.string(at: 0) })
+        }
+    }
+
+    /// `waitKeys(among:)`' statement: each listed key is looked up in `pending_operations_wait_key`.
+    static let waitKeysSQL = """
+        SELECT DISTINCT wait_key FROM pending_operations WHERE wait_key IN (SELECT value FROM json_each(?))
+        """
+
     /// Every waiting operation, oldest first.
     func allPendingOperations() throws -> [PendingOperation] {
         try perform { connection in

@@ -179,6 +179,8 @@ public protocol StoreTransaction {
     func pendingOperations(waitingOn waitKey: String) throws -> [PendingOperation]
     /// Every waiting operation, oldest first.
     func allPendingOperations() throws -> [PendingOperation]
+    /// The keys among `keys` that at least one operation waits on.
+    func waitKeys(among keys: [String]) throws -> Set<String>
     /// Removes a waiting operation.
     func removePending(_ id: Int64) throws
 }
@@ -235,6 +237,11 @@ extension StoreTransaction {
         var moved = 0
         for id in ids where try updateDelivery(of: id, from: expected, to: state) { moved += 1 }
         return moved
+    }
+
+    /// One `pendingOperations(waitingOn:)` per key (stores without a single-statement path).
+    public func waitKeys(among keys: [String]) throws -> Set<String> {
+        Set(try keys.filter { !(try pendingOperations(waitingOn: $0).isEmpty) })
     }
 
     /// Checks both unique sides, then inserts (stores without a single-statement path).

@@ -343,6 +343,16 @@ struct SQLiteStoreTests {
         #expect(!plan.contains { $0.hasPrefix("SCAN messages") }, "\(plan)")
     }
 
+    @Test("A batch's look for waiting operations probes the wait-key index, not a scan of the queue")
+    func waitKeysUseTheIndex() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        _ = try SwitchboardSchema.migrations.migrate(connection)
+        let plan = try connection.query("EXPLAIN QUERY PLAN " + SQLiteTransaction.waitKeysSQL, ["[\"a\",\"b\"]"]) { $0.string(at: 3) }
+        #expect(plan.contains { $0.hasPrefix("SEARCH pending_operations USING COVERING INDEX pending_operations_wait_key (wait_key=?)") },
+                "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN pending_operations") }, "\(plan)")
+    }
+
     @Test("Writing a message builds no temporary b-tree for the partial index's condition")
     func messageWritesNeedNoEphemeralTable() throws {
         let connection = try SQLiteConnection(path: ":memory:")

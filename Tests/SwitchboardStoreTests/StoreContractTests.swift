@@ -445,6 +445,15 @@ struct StoreContractTests {
         try store.write { try $0.removePending(ids[0]) }
         #expect(try store.read { try $0.pendingOperations(waitingOn: "remote:memory:r-1") } == [stored(delete, ids[2])])
         #expect(try store.read { try $0.pendingOperations(waitingOn: "nothing") }.isEmpty)
+        // The keys of a list that something waits on, in one call (any key text).
+        let odd = PendingOperation(waitKey: "remote:x:\"quoted\", {braced} \\ é", kind: "edit", payload: Data(),
+                                   createdAt: Fixtures.time(4))
+        let oddID = try store.write { try $0.enqueuePending(odd) }
+        #expect(try store.read { try $0.waitKeys(among: ["remote:memory:r-1", "nothing", odd.waitKey, "remote:memory:r-1"]) }
+                == ["remote:memory:r-1", odd.waitKey])
+        #expect(try store.read { try $0.waitKeys(among: ["nothing"]) }.isEmpty)
+        #expect(try store.read { try $0.waitKeys(among: []) }.isEmpty)
+        try store.write { try $0.removePending(oddID) }
         // Row ids are never reused, even after the newest row is removed.
         try store.write { try $0.removePending(ids[2]) }
         let next = try store.write { try $0.enqueuePending(edit) }
