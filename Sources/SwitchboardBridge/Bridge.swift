@@ -699,13 +699,22 @@ public actor Bridge {
     // MARK: - Batched copies
 
     /// A new source message a batch will copy, with everything decided before the network.
-    private struct PlannedCopy {
+    /// A class: a batch's copies pass through several arrays and loops, each then a reference, not a copy of every
+    /// field.
+    private final class PlannedCopy: Sendable {
         /// The source message.
-        var message: RemoteMessage
+        let message: RemoteMessage
         /// Its `MessageID` (the key on both sides).
-        var id: MessageID
+        let id: MessageID
         /// The copy to prepare on the target.
-        var outgoing: OutgoingMessage
+        let outgoing: OutgoingMessage
+
+        /// A planned copy of `message` under `id`.
+        init(message: RemoteMessage, id: MessageID, outgoing: OutgoingMessage) {
+            self.message = message
+            self.id = id
+            self.outgoing = outgoing
+        }
     }
 
     /// The batched copy of `message` when it is a plain new message (not bridged, not the bridge's own, not

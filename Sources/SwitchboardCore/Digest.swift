@@ -69,10 +69,17 @@ public enum Digest {
 
     /// Lowercase hex of `bytes`.
     public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        // Contiguous bytes (arrays, data, digests) are read through a buffer pointer, not the generic collection.
+        if let text = bytes.withContiguousStorageIfAvailable({ hex(buffer: $0) }) { return text }
+        return Array(bytes).withUnsafeBufferPointer { hex(buffer: $0) }
+    }
+
+    /// Lowercase hex of the bytes of `buffer`.
+    private static func hex(buffer: UnsafeBufferPointer<UInt8>) -> String {
         let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+        return String(unsafeUninitializedCapacity: buffer.count * 2) { text in
             var out = 0
-            for byte in bytes {
+            for byte in buffer {
                 text[out] = digits.utf8Start[Int(byte >> 4)]
                 text[out + 1] = digits.utf8Start[Int(byte & 0x0F)]
                 out += 2

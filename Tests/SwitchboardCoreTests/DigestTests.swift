@@ -165,6 +165,11 @@ struct DigestTests {
     ] as [([UInt8], String)])
     func hex(bytes: [UInt8], expected: String) {
         #expect(Digest.hex(bytes) == expected)
+        // Contiguous or not, from index 0 or not: the same text.
+        #expect(Digest.hex(Data(bytes)) == expected)
+        #expect(Digest.hex(bytes.lazy.map { $0 }) == expected)
+        #expect(Digest.hex(([0x99] + bytes)[1...]) == expected)
+        #expect(Digest.hex(Data([0x99] + bytes).dropFirst()) == expected)
     }
 
     @Test("hex of every byte value round-trips through parsing")

@@ -173,6 +173,19 @@ final class XMTPLocalStore: @unchecked Sendable {
         reference_id, sequence_id, idempotency_key
         """
 
+    /// `storeReceived`'s insert of a new row (built once: it runs for every envelope read).
+    private static let insertReceivedSQL = """
+        INSERT INTO group_messages (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT(id) DO NOTHING
+        """
+
+    /// `references(to:)`' query (built once: it runs for every message read).
+    private static let referencesSQL = """
+        SELECT \(columns) FROM group_messages
+        WHERE reference_id = ? AND delivery_status = 2
+        ORDER BY sequence_id, id
+        """
+
     /// Decodes a `group_messages` row.
     private static func row(_ statement: SQLiteStatement) -> XMTPMessageRow {
         XMTPMessageRow(id: statement.string(at: 0), groupID: statement.string(at: 1),
@@ -278,10 +291,7 @@ final class XMTPLocalStore: @unchecked Sendable {
                                               XMTPDeliveryStatus.published.rawValue, row.contentType, row.referenceID,
                                               row.sequenceID, row.idempotencyKey]
         // A new ID (the usual case) is stored exactly as given, so it needs no read back.
-        try db.execute("""
-            INSERT INTO group_messages (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(id) DO NOTHING
-            """, values)
+        try db.execute(Self.insertReceivedSQL, values)
         let inserted = db.changes > 0
         if !inserted {
             // A known ID: an unpublished row becomes published with the node's time and sequence; the earliest
@@ -329,11 +339,7 @@ final class XMTPLocalStore: @unchecked Sendable {
         try with { db in
             // The content types are picked here, not in SQL: `content_type IN (…)` has SQLite fill a temporary
             // b-tree with the names on every call (~40 % of a call that finds nothing, the usual case).
-            try db.query("""
-                SELECT \(Self.columns) FROM group_messages
-                WHERE reference_id = ? AND delivery_status = 2
-                ORDER BY sequence_id, id
-                """, [id], Self.row).filter { Self.referenceTypes.contains($0.contentType) }
+            try db.query(Self.referencesSQL, [id], Self.row).filter { Self.referenceTypes.contains($0.contentType) }
         }
     }
 
