@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import Synchronization
+import SwitchboardSQLite
 import Testing
 import XMTPCodec
 import XMTPCrypto
@@ -172,6 +173,31 @@ struct XMTPLocalDeltaReadTests {
         await #expect(throws: (any Error).self, "past the last counted page the node is asked") {
             _ = try await counter.changes(in: group.conversation, after: third.cursor, limit: 100)
         }
+    }
+
+    @Test("a count that reaches the part delta reads have stored counts that part in the local database")
+    func countReadsSyncedPartLocally() async throws {
+        let node = try await TestNode.start()
+        let group = try await TestGroup.make(on: node)
+        defer { group.cleanUp() }
+        let alice = try group.adapter(group.alice)
+        var prepared: [PreparedMessage] = []
+        for index in 0..<1050 { prepared.append(try await alice.prepare(group.outgoing("m\(index)", from: group.alice), noSend: false)) }
+        _ = try await alice.publishAll(prepared)
+        let reader = try group.adapter(group.bob, database: "reader", faults: false)
+        let synced = try await reader.changes(in: group.conversation, after: nil, limit: 1000)
+        #expect(synced.changes.count == 1000 && synced.hasMore)
+        #expect(try await reader.messageCount(in: group.conversation) == 1050)
+        // White box: remove the oldest stored message from the reader's database. A count that fetched the synced
+        // part again would store and count it (1,050); one that counts that part locally does not (1,049).
+        let connection = try SQLiteConnection(path: group.databasePath("reader"))
+        try connection.execute("DELETE FROM group_messages WHERE sequence_id = (SELECT min(sequence_id) FROM group_messages)")
+        connection.close()
+        #expect(try await reader.messageCount(in: group.conversation) == 1049)
+        // Without a sync cursor (a database that read nothing yet) every envelope is fetched.
+        let fresh = try group.adapter(group.bob, database: "fresh", faults: false)
+        #expect(try await fresh.messageCount(in: group.conversation) == 1050)
+        await node.stop()
     }
 
     private func eventually(_ condition: () throws -> Bool) async throws {

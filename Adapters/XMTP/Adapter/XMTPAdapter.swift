@@ -386,7 +386,9 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     ///
     /// The pages are contiguous runs of the group's sequences, so what the count has stored so far (from its oldest
     /// page up to the newest envelope it saw) counts as covered (`XMTPStreamCoverage`): a delta read starting in
-    /// that run, such as a migration's copy running alongside, is answered from the local database.
+    /// that run, such as a migration's copy running alongside, is answered from the local database. Once the count
+    /// reaches the part the group's sync cursor says is stored (what delta reads have read from the start), it
+    /// counts that part locally.
     public func messageCount(in conversation: ConversationID) async throws -> Int {
         try requireOnline()
         let group = try groupID(conversation)
@@ -397,6 +399,12 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         var newest: UInt64?
         while true {
             try Task.checkCancellation()
+            // Every envelope before `before` is stored already (a delta read or a sync got there, such as a
+            // migration's copy running alongside): the rest is counted in the local database, not fetched again.
+            if before > 1, Int64(clamping: before - 1) <= (try store.refreshCursor(hex)) {
+                for id in try store.contentMessageIDs(groupID: hex, before: Int64(clamping: before)) { seen.insert(id) }
+                return seen.count
+            }
             let (envelopes, full) = try await queryPages(group, ascending: false, cursor: before, limit: Self.storedPageLimit)
             let isLast = !full
             for opened in try storeEnvelopes(envelopes, in: conversation).map(\.stored) where !opened.isControl {

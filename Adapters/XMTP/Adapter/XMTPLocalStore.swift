@@ -429,6 +429,17 @@ final class XMTPLocalStore: @unchecked Sendable {
         }
     }
 
+    /// The IDs of the group's published content messages (not edits, deletes, reactions or receipts) whose
+    /// sequence is below `before`.
+    func contentMessageIDs(groupID: String, before: Int64) throws -> [String] {
+        try with { db in
+            try db.query("""
+                SELECT id, content_type FROM group_messages
+                WHERE group_id = ? AND sequence_id < ? AND delivery_status = 2
+                """, [groupID, before]) { ($0.string(at: 0), $0.string(at: 1)) }
+        }.filter { !XMTPContentKind.controlTypes.contains($0.1) }.map(\.0)
+    }
+
     /// Moves the cursor to `to` when a contiguous run processed after `from` covers it (never backwards).
     func advanceRefreshCursor(_ groupID: String, from: Int64, to: Int64) throws {
         try with { db in
