@@ -22,4 +22,18 @@ struct SupabaseRowsTests {
         }
         #expect(SupabaseRows.rowID(for: MessageID("m-1")) != SupabaseRows.rowID(for: MessageID("m-2")))
     }
+
+    @Test("A plain message's row leaves attachments and reply_to to their column defaults; others carry them")
+    func messageRowColumns() {
+        let key = "6f1c9a52-7d1e-4f6b-9a55-3e2b8c0d4a11"
+        let plain = OutgoingMessage(id: MessageID(key), conversation: "c", sender: "alice", text: "hi", createdAt: Date())
+        let row = SupabaseRows.messageRow(plain)
+        #expect(row.members?.map(\.key) == ["id", "conversation_id", "sender_id", "body", "metadata"])
+        var reply = plain
+        reply.replyTo = RemoteID(key)
+        reply.attachments = [Attachment(id: "a1", filename: "f.txt", mimeType: "text/plain", byteCount: 1, sha256: "00")]
+        let full = SupabaseRows.messageRow(reply)
+        #expect(full.members?.map(\.key) == ["id", "conversation_id", "sender_id", "body", "attachments", "metadata", "reply_to"])
+        #expect(full["reply_to"]?.stringValue == key && full["attachments"]?.arrayValue?.count == 1)
+    }
 }

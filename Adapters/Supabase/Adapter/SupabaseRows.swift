@@ -23,15 +23,19 @@ public enum SupabaseRows {
         var metadata = message.metadata
         let id = rowID(for: message.id)
         if id != message.id.rawValue { metadata[keyMetadata] = message.id.rawValue }
+        // No attachments and no reply leave those columns to their defaults (`[]` and null): a bulk insert of plain
+        // messages then has PostgreSQL read five columns per row, not seven.
         var row: [(key: String, value: JSONValue)] = [
             (key: "id", value: .string(id)),
             (key: "conversation_id", value: .string(message.conversation.rawValue)),
             (key: "sender_id", value: .string(message.sender.rawValue)),
             (key: "body", value: .string(message.text)),
-            (key: "attachments", value: .array(message.attachments.map(attachmentJSON))),
-            (key: "metadata", value: .object(metadata.mapValues { JSONValue.string($0) })),
         ]
-        row.append((key: "reply_to", value: message.replyTo.map { .string($0.rawValue) } ?? .null))
+        if !message.attachments.isEmpty {
+            row.append((key: "attachments", value: .array(message.attachments.map(attachmentJSON))))
+        }
+        row.append((key: "metadata", value: .object(metadata.mapValues { JSONValue.string($0) })))
+        if let replyTo = message.replyTo { row.append((key: "reply_to", value: .string(replyTo.rawValue))) }
         return .object(row)
     }
 
