@@ -66,11 +66,13 @@ public final class SQLiteConnection {
         guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code, sql: sql) }
     }
 
-    /// The cached prepared statement for `sql`, reset and with its bindings cleared.
+    /// The cached prepared statement for `sql`, ready to bind and run (reset if it was left mid-run).
     public func cachedStatement(_ sql: String) throws -> SQLiteStatement {
         let key = StatementKey(sql)
         if let statement = statements[key] {
-            statement.reset()
+            // `execute` and the queries reset (and clear) a statement when they are done with it: only one left
+            // mid-run is reset here, not every statement twice.
+            if statement.isBusy { statement.reset() }
             return statement
         }
         let statement = try SQLiteStatement(connection: try openHandle(sql: sql), sql: sql)

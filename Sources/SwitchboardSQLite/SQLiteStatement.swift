@@ -37,6 +37,9 @@ public final class SQLiteStatement {
         sqlite3_clear_bindings(handle)
     }
 
+    /// Whether the statement has been stepped and not reset since (`sqlite3_stmt_busy`).
+    public var isBusy: Bool { sqlite3_stmt_busy(handle) != 0 }
+
     /// Binds `arguments` to parameters 1...n (nil binds NULL); the count must match the statement's.
     public func bind(_ arguments: [(any SQLiteBindable)?]) throws {
         let expected = Int(sqlite3_bind_parameter_count(handle))

@@ -302,6 +302,13 @@ struct SQLiteStoreTests {
         #expect(try connection.queryFirst("SELECT ?", [nil]) { $0.optionalString(at: 0) } == .some(nil))
         #expect(try connection.queryFirst("SELECT ?", [Data()]) { $0.optionalData(at: 0) } == Data())
         #expect(try connection.queryFirst("SELECT ?", [""]) { $0.optionalString(at: 0) } == "")
+        // A statement someone left mid-run (one row of three read, never reset) runs again from the start.
+        let rows = "SELECT value FROM json_each(?)"
+        let left = try connection.cachedStatement(rows)
+        try left.bind(["[1,2,3]"])
+        #expect(try left.step() && left.isBusy)
+        #expect(try connection.query(rows, ["[4,5,6]"]) { $0.int(at: 0) } == [4, 5, 6])
+        #expect(!left.isBusy, "left reset after the query")
     }
 
     @Test("The statement cache keeps texts apart that share their length and their last 64 bytes")
