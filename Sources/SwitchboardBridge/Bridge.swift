@@ -26,6 +26,8 @@ public actor Bridge {
     public let b: BridgeSide
     private let store: any Store
     private let configuration: BridgeConfiguration
+    /// The store conversation of the ledger rows (`rememberedRow`).
+    private let ledger: ConversationID
     private var stats = BridgeStats()
     private var wake: AsyncStream<Void>.Continuation?
     private var liveTasks: [Task<Void, Never>] = []
@@ -53,6 +55,7 @@ public actor Bridge {
         self.b = b
         self.store = store
         self.configuration = configuration
+        ledger = ConversationID("bridge:\(a.conversation)|\(b.conversation)")
     }
 
     /// Asks the bridge to stop: a pass in progress finishes the change (or batch of new messages) it is
@@ -832,7 +835,7 @@ public actor Bridge {
 
     /// The ledger row `remember` keeps for a message (`pending` while its copy is prepared but not yet published).
     private func rememberedRow(_ message: RemoteMessage, id: MessageID, deleted: Bool, pending: Bool = false) -> Message {
-        Message(id: id, conversation: ConversationID("bridge:\(a.conversation)|\(b.conversation)"),
+        Message(id: id, conversation: ledger,
                 sender: message.sender, content: MessageContent(text: message.text), timestamp: message.sentAt,
                 hasServerTimestamp: true, editedAt: message.editedAt,
                 deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: pending ? .pending : .received,
