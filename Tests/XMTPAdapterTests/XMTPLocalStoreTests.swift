@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardSQLite
 import Testing
 @testable import XMTPAdapter
 
@@ -102,5 +103,33 @@ struct XMTPLocalStoreTests {
         #expect(try store.references(to: "a").map(\.id) == ["x1", "e1", "d1"])
         #expect(try store.references(to: "b").map(\.id) == ["x2"])
         #expect(try store.references(to: "r1").isEmpty)
+    }
+
+    @Test("references(to:) probes the partial index of rows that point at a message; a database with the old full index gets the new one")
+    func referencesUseThePartialIndex() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        do {
+            // A database as earlier versions left it: the full index over every row.
+            let old = try SQLiteConnection(path: path)
+            try old.executeScript("""
+                CREATE TABLE group_messages (id TEXT PRIMARY KEY NOT NULL, group_id TEXT NOT NULL,
+                    decrypted_message_bytes BLOB NOT NULL, sent_at_ns INTEGER NOT NULL, kind INTEGER NOT NULL,
+                    sender_inbox_id TEXT NOT NULL, delivery_status INTEGER NOT NULL, content_type TEXT NOT NULL,
+                    reference_id TEXT, sequence_id INTEGER, idempotency_key TEXT NOT NULL);
+                CREATE INDEX group_messages_reference ON group_messages (reference_id, content_type);
+                """)
+            old.close()
+        }
+        _ = try XMTPLocalStore(path: path)
+        let connection = try SQLiteConnection(path: path)
+        defer { connection.close() }
+        let indexes = try connection.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'group_messages'") {
+            $0.string(at: 0)
+        }
+        #expect(indexes.contains("group_messages_references") && !indexes.contains("group_messages_reference"))
+        let plan = try connection.query("EXPLAIN QUERY PLAN " + XMTPLocalStore.referencesSQL, ["a"]) { $0.string(at: 3) }
+        #expect(plan.contains { $0.hasPrefix("SEARCH group_messages USING INDEX group_messages_references (reference_id=?)") },
+                "\(plan)")
     }
 }

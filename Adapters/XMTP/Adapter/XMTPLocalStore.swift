@@ -104,7 +104,11 @@ final class XMTPLocalStore: @unchecked Sendable {
                     reference_id TEXT,
                     sequence_id INTEGER,
                     idempotency_key TEXT NOT NULL);
-                CREATE INDEX IF NOT EXISTS group_messages_reference ON group_messages (reference_id, content_type);
+                -- Only control rows (edits, deletes, reactions) point at a message: a partial index leaves the
+                -- content rows out (the full index of earlier versions is replaced).
+                DROP INDEX IF EXISTS group_messages_reference;
+                CREATE INDEX IF NOT EXISTS group_messages_references ON group_messages (reference_id, content_type)
+                    WHERE reference_id IS NOT NULL;
                 CREATE INDEX IF NOT EXISTS group_messages_sequence ON group_messages (group_id, sequence_id);
                 CREATE TABLE IF NOT EXISTS group_intents (
                     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -180,7 +184,7 @@ final class XMTPLocalStore: @unchecked Sendable {
         """
 
     /// `references(to:)`' query (built once: it runs for every message read).
-    private static let referencesSQL = """
+    static let referencesSQL = """
         SELECT \(columns) FROM group_messages
         WHERE reference_id = ? AND delivery_status = 2
         ORDER BY sequence_id, id
