@@ -392,7 +392,7 @@ private struct JSONReader {
         }
     }
 
-    /// `number` without making its text.
+    /// Moves past a number (RFC 8259 grammar: no leading zero, digits after `.` and after an exponent).
     private mutating func skipNumber() throws(JSONParseError) {
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
         let integerStart = index
@@ -442,20 +442,7 @@ private struct JSONReader {
 
     mutating func number() throws(JSONParseError) -> String {
         let start = index
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        let integerStart = index
-        let integerDigits = digits()
-        guard integerDigits > 0 else { throw fail("invalid number") }
-        if integerDigits > 1, bytes[integerStart] == UInt8(ascii: "0") { throw fail("leading zero") }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard digits() > 0 else { throw fail("invalid number") }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard digits() > 0 else { throw fail("invalid number") }
-        }
+        try skipNumber()
         return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 

@@ -168,19 +168,21 @@ final class RestGateway: Sendable {
             query.select = table.primaryKey
         }
         let builder = PostgRESTSQLBuilder(table: table)
-        var statement: (sql: String, parameters: [String?])?
         // An array of objects (a bulk insert) is read for its member names only: when every row carries every
         // column the text goes to PostgreSQL as it came, so its values are never built here.
+        var named: (sql: String, parameters: [String?])?
         if let shape = JSONValue.objectKeys(operation.request.body), shape.isArray {
             try Self.checkColumns(operation.query.insertColumns ?? Self.keys(shape.keys), of: table)
-            statement = try builder.insert(query, arrayKeys: shape.keys, bodyText: text)
+            named = try builder.insert(query, arrayKeys: shape.keys, bodyText: text)
         }
-        if statement == nil {
+        let statement: (sql: String, parameters: [String?])
+        if let named {
+            statement = named
+        } else {
             let body = try PostgRESTError.parseBody(text)
             try Self.checkColumns(operation.query.insertColumns ?? Self.bodyKeys(body), of: table)
             statement = try builder.insert(query, body: body, bodyText: text)
         }
-        guard let statement else { throw PostgRESTError.invalidBody("expected a JSON object or array") }
         let outcome = try await mutate(statement, operation)
         var headers: HTTPHeaders = ["Content-Range": Self.contentRange(lower: 1, upper: 0, total: operation.countedTotal(outcome))]
         if location, let path = Self.location(table: table, rows: outcome.body) {
