@@ -99,6 +99,11 @@ extension ChatClient {
             updated.reactions.removeAll { $0.user == user }
             if !had { updated.reactions.append(Reaction(user: user, symbol: symbol, at: now)) }
         }
+        reactionsInFlight[id, default: 0] += 1
+        defer {
+            reactionsInFlight[id, default: 1] -= 1
+            if reactionsInFlight[id] == 0 { reactionsInFlight[id] = nil }
+        }
         try commit(updated, event: .reactionsChanged(updated))
         guard snapshot.delivery.isPublished, let remote = try? remoteID(id) else {
             try deferUntilPublished(DeferredAction(kind: .reaction, messageID: id, symbol: symbol, isActive: !had,

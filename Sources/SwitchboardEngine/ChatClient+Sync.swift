@@ -314,6 +314,9 @@ extension ChatClient {
             try enqueueIncoming(.reaction(reaction), target: reaction.target, tx: tx)
             return []
         }
+        // An echo of the local user's own reaction while a change of theirs on this message is on its way is not
+        // applied (see `reactionsInFlight`): the local state is what they asked for last.
+        if reaction.user == localUser, reactionsInFlight[id, default: 0] > 0 { return [] }
         var reactions = message.reactions
         let existing = reactions.firstIndex { $0.user == reaction.user && $0.symbol == reaction.symbol }
         if reaction.isActive {

@@ -115,6 +115,8 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
         var held: [AdapterEvent] = []
         var uploadsStarted = 0
         var publishCalls = 0
+        /// Runs at the start of every `setReaction`, before the backend is asked.
+        var beforeReaction: (@Sendable () async -> Void)?
         var continuations: [UUID: AsyncStream<AdapterEvent>.Continuation] = [:]
     }
 
@@ -215,6 +217,7 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     }
 
     func setReaction(_ symbol: String, isActive: Bool, on target: RemoteID, in conversation: ConversationID) async throws {
+        if let hook = knobs.withLock({ $0.beforeReaction }) { await hook() }
         try await inner.setReaction(symbol, isActive: isActive, on: target, in: conversation)
     }
 

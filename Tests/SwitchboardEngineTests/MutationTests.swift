@@ -200,6 +200,38 @@ struct MutationTests {
         }
     }
 
+    @Test("an echo of an earlier reaction that arrives while a newer one is on its way does not undo the newer one",
+          arguments: [ReactionPolicy.onePerUser, .onePerUserPerSymbol])
+    func staleReactionEchoWhileInFlight(_ policy: ReactionPolicy) async throws {
+        try await withHarness(policy: policy) { h in
+            let wrapped = WrappedAdapter(h.backend.makeAdapter(for: h.alice))
+            let (alice, bob, id) = try await Self.sentMessage(h, aliceAdapter: wrapped)
+            func symbols(_ client: ChatClient) async throws -> [String] {
+                (try await client.message(id)?.reactions.filter { $0.user == h.alice }.map(\.symbol) ?? []).sorted()
+            }
+            try await alice.react(id, symbol: "👍")
+            // The first change's echo, held up on the way, arrives while the second change is being sent.
+            let remote = try #require(h.row(key: id)?.remoteID)
+            let stale = RemoteReaction(target: remote, conversation: h.room, user: h.alice, symbol: "👍", isActive: true,
+                                       at: h.clock.now)
+            wrapped.configure { knobs in
+                knobs.beforeReaction = { [weak wrapped] in
+                    wrapped?.inject(.change(.reaction(stale)))
+                    try? await Task.sleep(for: .milliseconds(100))  // time for the engine to take the echo in
+                }
+            }
+            // One per user: ❤️ replaces 👍. One per symbol: re-tapping 👍 removes it.
+            let second = policy == .onePerUser ? "❤️" : "👍"
+            let expected = policy == .onePerUser ? ["❤️"] : []
+            try await alice.react(id, symbol: second)
+            #expect(try await symbols(alice) == expected, "right after the change returns")
+            wrapped.configure { $0.beforeReaction = nil }
+            try #require(await eventually { try await symbols(bob) == expected })
+            try await alice.synchronize(h.room)
+            #expect(try await symbols(alice) == expected)
+        }
+    }
+
     @Test("a refused reaction rolls back")
     func reactionRefusedRollsBack() async throws {
         try await withHarness { h in
