@@ -166,6 +166,11 @@ public enum StandardScenarios {
             let sent = try await alice.send("this one stays", in: convo)
             try await waitToSee(ctx, bob, sent.id)
             try ctx.expect(try await bob.message(draft.id) == nil, "bob received a discarded message")
+            // Bob can see the message before alice's publish call has returned (its live stream is quicker): until
+            // then a discard answers `conflict` (being published); once alice knows it is published, `alreadyPublished`.
+            try await ctx.eventually("alice sees her message published") {
+                try await alice.message(sent.id)?.delivery.isPublished == true
+            }
             try await ctx.expectError(.alreadyPublished, "discarding a published message") { try await alice.discard(sent.id) }
             var sawRemoval = false
             for await event in events {
