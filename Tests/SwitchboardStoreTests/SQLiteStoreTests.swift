@@ -389,6 +389,9 @@ final class RawDatabase {
 
     /// Opens (creating) `path`.
     init(path: String) throws {
+        // The process's SQLite settings are applied before anything initialises SQLite, as every connection of the
+        // library does: opened first, a raw handle would leave `processSettings` refused (SQLITE_MISUSE).
+        _ = SQLiteConnection.processSettings
         var handle: OpaquePointer?
         guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK,
               let handle else {
