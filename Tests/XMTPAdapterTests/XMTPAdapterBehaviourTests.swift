@@ -128,6 +128,39 @@ struct XMTPAdapterBehaviourTests {
         }
     }
 
+    @Test("a page's messages read by changes carry their edits and deletes as history builds them")
+    func pageReferencesMatchHistory() async throws {
+        try await withGroup { group in
+            let alice = try group.adapter(group.alice)
+            var remotes: [RemoteID] = []
+            for index in 0..<5 {
+                let prepared = try await alice.prepare(group.outgoing("m\(index)", from: group.alice), noSend: false)
+                _ = try await alice.publish(prepared)
+                remotes.append(try #require(prepared.remoteID))
+            }
+            try await alice.edit(remotes[1], in: group.conversation, text: "m1 edited")
+            try await alice.edit(remotes[1], in: group.conversation, text: "m1 edited twice")
+            try await alice.delete(remotes[3], in: group.conversation)
+            let bob = try group.adapter(group.bob)
+            _ = try await bob.changes(in: group.conversation, after: nil, limit: 100)
+            try await bob.setReaction("👍", isActive: true, on: remotes[2], in: group.conversation)
+            let reader = try group.adapter(group.alice, database: "page-reader", faults: false)
+            let batch = try await reader.changes(in: group.conversation, after: nil, limit: 100)
+            // Each content message's first change is its state built from what is stored when the page is read.
+            var first: [RemoteID: RemoteMessage] = [:]
+            for case .message(let message) in batch.changes where first[message.remoteID] == nil { first[message.remoteID] = message }
+            let listed = try await history(group, as: group.alice, database: "history-reader")
+            #expect(listed.count == 5 && first.count == 5)
+            for message in listed {
+                let read = try #require(first[message.remoteID])
+                #expect(read.text == message.text && read.editedAt == message.editedAt && read.deletedAt == message.deletedAt,
+                        "\(message.text)")
+            }
+            #expect(first[remotes[1]]?.text == "m1 edited twice" && first[remotes[3]]?.deletedAt != nil)
+            #expect(first[remotes[0]]?.editedAt == nil && first[remotes[0]]?.deletedAt == nil)
+        }
+    }
+
     @Test("edits and deletes from someone other than the sender are ignored by receivers")
     func nonSenderEditsIgnored() async throws {
         try await withGroup { group in
