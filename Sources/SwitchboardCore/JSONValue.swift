@@ -324,15 +324,22 @@ private struct JSONReader {
 
     /// Reads the object at `index` (its `{` there) as `value` would, keeping only its member names in order.
     mutating func objectKeys(depth: Int) throws(JSONParseError) -> [String] {
+        var keys: [String]? = []
+        try skipObject(depth: depth, keys: &keys)
+        return keys ?? []
+    }
+
+    /// Checks the object at `index` (its `{` there) as `value` would and moves past it, appending its member names
+    /// to `keys` when given (otherwise they are checked in place like every other string).
+    private mutating func skipObject(depth: Int, keys: inout [String]?) throws(JSONParseError) {
         guard depth < maximumDepth else { throw fail("nesting too deep") }
         index += 1
-        var keys: [String] = []
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return keys }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected key") }
-            keys.append(try string())
+            if keys != nil { keys?.append(try string()) } else { try skipString() }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
@@ -341,7 +348,7 @@ private struct JSONReader {
             skipWhitespace()
             guard index < bytes.count else { throw fail("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return keys }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
             throw fail("expected ',' or '}'")
         }
     }
@@ -353,24 +360,8 @@ private struct JSONReader {
         guard index < bytes.count else { throw fail("unexpected end") }
         switch bytes[index] {
         case UInt8(ascii: "{"):
-            index += 1
-            skipWhitespace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
-            while true {
-                skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected key") }
-                try skipString()
-                skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                index += 1
-                skipWhitespace()
-                try skipValue(depth: depth + 1)
-                skipWhitespace()
-                guard index < bytes.count else { throw fail("unterminated object") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return }
-                throw fail("expected ',' or '}'")
-            }
+            var none: [String]?
+            try skipObject(depth: depth, keys: &none)
         case UInt8(ascii: "["):
             index += 1
             skipWhitespace()
