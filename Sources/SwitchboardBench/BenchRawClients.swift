@@ -4,7 +4,7 @@ import Foundation
 
 /// A bare libcurl easy handle POSTing to one URL with fixed headers, reused for every request so the connection
 /// stays open: the floor any HTTP client on this machine can reach. Not thread-safe; one caller at a time.
-final class BareCurlPoster {
+final class BareCurlPoster: @unchecked Sendable {
     private let handle: UnsafeMutableRawPointer
     private var headers: UnsafeMutablePointer<curl_slist>?
 

@@ -21,14 +21,13 @@ enum SupabaseScenario {
             for _ in 0..<options.runs {
                 let conversation = try await servers.supabaseHarness.createConversation(title: "bench-supabase",
                                                                                         members: [user, "bob"])
-                let ours = try await adapterLatencies(servers, conversation: conversation, samples: samples, warmup: warmup)
+                let ours = try await interleavedLatencies(servers, conversation: conversation, samples: samples,
+                                                          warmup: warmup)
                 ackP50.append(BenchStatistics.percentile(ours.ack, 50) * 1000)
                 ackP99.append(BenchStatistics.percentile(ours.ack, 99) * 1000)
                 echoP50.append(BenchStatistics.percentile(ours.echo, 50) * 1000)
                 echoP99.append(BenchStatistics.percentile(ours.echo, 99) * 1000)
-                let bare = try await onOwnThread { [servers] in
-                    try bareLatencies(servers, conversation: conversation, samples: samples, warmup: warmup)
-                }
+                let bare = ours.bare
                 bareP50.append(BenchStatistics.percentile(bare, 50) * 1000)
                 bareP99.append(BenchStatistics.percentile(bare, 99) * 1000)
                 if pythonProblem == nil, let path = python.path {
@@ -48,9 +47,11 @@ enum SupabaseScenario {
             let pythonName = "official Python client (supabase \(PythonClient.version)) insert"
             var notes: [String] = []
             if let pythonProblem { notes.append("supabase: Python client baseline unavailable — \(pythonProblem)") }
-            let note = "\(samples) sends per run after \(warmup) warm-up, one at a time (next send after the echo); "
-                + "each baseline inserts the same rows (fresh IDs) into the same conversation over one reused connection; "
-                + "\(options.runs) runs"
+            let note = "\(samples) sends per run after \(warmup) warm-up, one at a time, each after the previous "
+                + "message's realtime echo; ours and the bare POST alternate send by send with the adapter's subscription "
+                + "open throughout (the server fans every row of either out to it); each baseline inserts the same rows "
+                + "(fresh IDs) into the same conversation over one reused connection; the Python client runs after them "
+                + "in a process of its own; \(options.runs) runs"
             var figures = [
                 BenchFigure(scenario: "supabase", figure: "send → ack p50", unit: "ms", summary: BenchSummary(ackP50),
                             baseline: BenchBaseline(name: bareName + " p50", unit: "ms", summary: BenchSummary(bareP50)),
@@ -81,15 +82,18 @@ enum SupabaseScenario {
     }
 
     /// The message row every client inserts (the adapter's own row shape, with a fresh ID).
-    static func row(conversation: ConversationID, index: Int) -> JSONValue {
-        SupabaseRows.messageRow(OutgoingMessage(id: .make(), conversation: conversation, sender: user,
+    static func row(id: MessageID = .make(), conversation: ConversationID, index: Int) -> JSONValue {
+        SupabaseRows.messageRow(OutgoingMessage(id: id, conversation: conversation, sender: user,
                                                 text: "benchmark message number \(index)", createdAt: Date()))
     }
 
-    /// Seconds from `prepare` until `publish` returned, and until the message arrived on the adapter's own live
-    /// stream, per send; sends one at a time, each after the previous echo.
-    static func adapterLatencies(_ servers: BenchServers, conversation: ConversationID, samples: Int,
-                                 warmup: Int) async throws -> (ack: [Double], echo: [Double]) {
+    /// Per send, alternating: seconds from the adapter's `prepare` until `publish` returned and until the message
+    /// arrived on the adapter's own live stream; and seconds per bare libcurl POST of the same kind of row (same URL,
+    /// headers and `Prefer`, one reused handle). Both clients send one at a time, each after the previous message's
+    /// realtime echo reached the adapter's open subscription, so the server does the same work around every
+    /// request of either, and machine drift during the run falls on both alike.
+    static func interleavedLatencies(_ servers: BenchServers, conversation: ConversationID, samples: Int,
+                                     warmup: Int) async throws -> (ack: [Double], echo: [Double], bare: [Double]) {
         let adapter = servers.supabaseAdapter(user)
         let book = ArrivalBook()
         let listener = book.listen(to: adapter.liveEvents(in: conversation))
@@ -97,10 +101,15 @@ enum SupabaseScenario {
         guard await ArrivalBook.wait(timeout: .seconds(15), { book.isConnected }) else {
             throw BenchError("the adapter's realtime stream did not connect within 15 s")
         }
+        let poster = try BareCurlPoster(
+            url: servers.supabaseURL.absoluteString + "/rest/v1/messages?on_conflict=id",
+            headers: ["apikey: \(servers.anonKey)", "Authorization: Bearer \(servers.accessToken(user))",
+                      "Content-Type: application/json", "Prefer: resolution=ignore-duplicates,return=representation"])
         let clock = ContinuousClock()
-        var ack: [Double] = [], echo: [Double] = []
+        var ack: [Double] = [], echo: [Double] = [], bare: [Double] = []
         ack.reserveCapacity(samples)
         echo.reserveCapacity(samples)
+        bare.reserveCapacity(samples)
         for index in 0..<(warmup + samples) {
             let id = MessageID.make()
             let start = clock.now
@@ -109,36 +118,36 @@ enum SupabaseScenario {
                                                      noSend: false)
             _ = try await adapter.publish(prepared)
             let acked = clock.now
-            guard await ArrivalBook.wait(timeout: .seconds(10), step: .microseconds(200), { book.arrival(of: id) != nil }),
-                  let arrived = book.arrival(of: id)
-            else { throw BenchError("send \(index): no realtime echo within 10 s") }
+            guard let arrived = await echoArrival(of: id, in: book) else {
+                throw BenchError("send \(index): no realtime echo within 10 s")
+            }
+            // The bare POST blocks its own thread, never one of the cooperative threads the server also runs on.
+            let bareID = MessageID.make()
+            let body = row(id: bareID, conversation: conversation, index: index).serialized
+            let seconds = try await onOwnThread { [poster] in
+                let start = ContinuousClock.now
+                let status = try poster.post(body)
+                guard status == 201 else { throw BenchError("bare POST \(index) answered HTTP \(status)") }
+                return BenchStatistics.seconds(ContinuousClock.now - start)
+            }
+            guard await echoArrival(of: bareID, in: book) != nil else {
+                throw BenchError("bare POST \(index): no realtime echo within 10 s")
+            }
             if index >= warmup {
                 ack.append(BenchStatistics.seconds(acked - start))
                 echo.append(BenchStatistics.seconds(arrived - start))
+                bare.append(seconds)
             }
         }
-        return (ack, echo)
+        return (ack, echo, bare)
     }
 
-    /// Seconds per bare libcurl POST of the same row (same URL, headers and `Prefer`) on one reused handle.
-    static func bareLatencies(_ servers: BenchServers, conversation: ConversationID, samples: Int,
-                              warmup: Int) throws -> [Double] {
-        let poster = try BareCurlPoster(
-            url: servers.supabaseURL.absoluteString + "/rest/v1/messages?on_conflict=id",
-            headers: ["apikey: \(servers.anonKey)", "Authorization: Bearer \(servers.accessToken(user))",
-                      "Content-Type: application/json", "Prefer: resolution=ignore-duplicates,return=representation"])
-        let bodies = (0..<(warmup + samples)).map { row(conversation: conversation, index: $0).serialized }
-        let clock = ContinuousClock()
-        var latencies: [Double] = []
-        latencies.reserveCapacity(samples)
-        for (index, body) in bodies.enumerated() {
-            let start = clock.now
-            let status = try poster.post(body)
-            let seconds = BenchStatistics.seconds(clock.now - start)
-            guard status == 201 else { throw BenchError("bare POST \(index) answered HTTP \(status)") }
-            if index >= warmup { latencies.append(seconds) }
+    /// When `id` arrived on the adapter's live stream, waiting for it up to 10 s (nil when it did not come).
+    private static func echoArrival(of id: MessageID, in book: ArrivalBook) async -> ContinuousClock.Instant? {
+        guard await ArrivalBook.wait(timeout: .seconds(10), step: .microseconds(200), { book.arrival(of: id) != nil }) else {
+            return nil
         }
-        return latencies
+        return book.arrival(of: id)
     }
 }
 
