@@ -11,7 +11,7 @@ import SwitchboardStore
 enum MigrateScenario {
     /// Runs the scenario.
     static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
-        let count = options.size(quick: 2000, full: 20_000, floor: 10)
+        let count = options.size(quick: 10_000, full: 20_000, floor: 10)
         return try await BenchServers.with("migrate", xmtp: true) { servers in
             var runRates: [Double] = [], copyPhaseRates: [Double] = [], baselineRates: [Double] = []
             var runCPU: [Double] = [], copyCPU: [Double] = []
