@@ -50,7 +50,7 @@ enum BridgeScenario {
 
     /// Runs the scenario.
     static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
-        let count = options.size(quick: 2000, full: 20_000, floor: 10)
+        let count = options.size(quick: 5000, full: 20_000, floor: 10)
         return try await BenchServers.with("bridge", xmtp: true) { servers in
             let paced = max(10, count / 10)
             var rates: [Double] = [], p50: [Double] = [], p99: [Double] = [], pacedP50: [Double] = [], pacedP99: [Double] = []
