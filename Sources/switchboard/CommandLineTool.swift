@@ -167,9 +167,11 @@ enum CommandLineTool {
 
       bench SCENARIO            Measure a scenario against a baseline run side by side (build with -c release);
                                 every figure is the median of repeated runs, with min and max.
-                                SCENARIO: send | idmap | dedupe | catchup | memory | all
-                                (supabase, bridge, migrate: not built yet)
-          --quick                 smaller sizes (catchup and memory use 100,000 instead of 1,000,000)
+                                SCENARIO: send | idmap | dedupe | catchup | memory | supabase | bridge | migrate
+                                | all (supabase, bridge and migrate start both reference servers in-process;
+                                the Python baseline uses SWITCHBOARD_PYTHON or ./.venv/bin/python)
+          --quick                 smaller sizes, e.g. catchup and memory 100,000 messages instead of 1,000,000
+                                  (every size: BENCHMARKS.md)
           --format F              table (default) | json (with command, date and machine)
           --runs N                runs per figure (default 3 with --quick, else 5)
 
