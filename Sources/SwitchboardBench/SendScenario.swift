@@ -8,7 +8,7 @@ import SwitchboardStore
 enum SendScenario {
     /// Runs the scenario.
     static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
-        let samples = options.size(quick: 300, full: 2000, floor: 5)
+        let samples = options.size(quick: 1000, full: 2000, floor: 5)
         let warmup = max(2, samples / 20)
         var sendP50: [Double] = [], sendP99: [Double] = [], baseP50: [Double] = [], baseP99: [Double] = []
         for _ in 0..<options.runs {

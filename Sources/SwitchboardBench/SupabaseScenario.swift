@@ -11,7 +11,7 @@ enum SupabaseScenario {
 
     /// Runs the scenario.
     static func run(_ options: BenchOptions) async throws -> (figures: [BenchFigure], notes: [String]) {
-        let samples = options.size(quick: 200, full: 1000, floor: 5)
+        let samples = options.size(quick: 500, full: 1000, floor: 5)
         let warmup = max(2, samples / 20)
         let python = PythonClient.locate()
         return try await BenchServers.with("supabase", xmtp: false) { servers in
