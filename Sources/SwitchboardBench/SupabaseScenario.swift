@@ -101,8 +101,9 @@ enum SupabaseScenario {
         guard await ArrivalBook.wait(timeout: .seconds(15), { book.isConnected }) else {
             throw BenchError("the adapter's realtime stream did not connect within 15 s")
         }
+        // The request the adapter's publish makes: upsert by row ID, return only the ID and the server time.
         let poster = try BareCurlPoster(
-            url: servers.supabaseURL.absoluteString + "/rest/v1/messages?on_conflict=id",
+            url: servers.supabaseURL.absoluteString + "/rest/v1/messages?on_conflict=id&select=id,created_at",
             headers: ["apikey: \(servers.anonKey)", "Authorization: Bearer \(servers.accessToken(user))",
                       "Content-Type: application/json", "Prefer: resolution=ignore-duplicates,return=representation"])
         let clock = ContinuousClock()

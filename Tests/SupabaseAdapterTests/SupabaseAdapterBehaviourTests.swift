@@ -154,6 +154,39 @@ struct SupabaseAdapterBehaviourTests {
         #expect(refusal?.code == .invalidArgument)
     }
 
+    /// One publish sends the prepared row as it is and reads back only the ID and the server time: the receipt's
+    /// time is the stored row's, a replay answers the same time, the same row ID from another sender is a
+    /// conflict, and a payload that is not a row is refused before any request.
+    @Test("publish: receipt time is the stored row's, a replay gives the same, another sender's ID is a conflict")
+    func publishReceipts() async throws {
+        let server = try await AdapterTestServer.start()
+        defer { Task { await server.stop() } }
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let conversation = try await harness.createConversation(members: ["gina", "hugo"])
+        let gina = Self.adapter(server, "gina"), hugo = Self.adapter(server, "hugo")
+        let prepared = try await gina.prepare(Self.outgoing("one publish", conversation, "gina"), noSend: true)
+        let receipt = try await gina.publish(prepared)
+        #expect(receipt.remoteID == prepared.remoteID)
+        let time = try #require(receipt.serverTime)
+        let page = try await hugo.history(in: conversation, before: nil, limit: 10)
+        let stored = try #require(page.messages.first { $0.remoteID == prepared.remoteID })
+        #expect(stored.text == "one publish")
+        #expect(abs(stored.sentAt.timeIntervalSince(time)) < 0.000_001)
+        let replay = try await gina.publish(prepared)
+        #expect(replay.remoteID == prepared.remoteID)
+        #expect(replay.serverTime.map { abs($0.timeIntervalSince(time)) < 0.000_001 } == true)
+        var stolen = try await hugo.prepare(OutgoingMessage(id: prepared.id, conversation: conversation, sender: "hugo",
+                                                            text: "same ID", createdAt: Date()), noSend: true)
+        stolen.remoteID = prepared.remoteID
+        let conflict = await #expect(throws: SwitchboardError.self) { _ = try await hugo.publish(stolen) }
+        #expect(conflict?.code == .conflict)
+        var junk = prepared
+        junk.payload = Data("not a row".utf8)
+        let refusal = await #expect(throws: SwitchboardError.self) { _ = try await gina.publish(junk) }
+        #expect(refusal?.code == .invalidArgument)
+        #expect(try await hugo.history(in: conversation, before: nil, limit: 10).messages.count == 1)
+    }
+
     /// The filtered live stream (a bridge's wake-up) never carries the reader's own messages, edited ones included,
     /// nor messages of its other conversations; others' messages and everyone's reactions arrive as before.
     @Test("live events skipping own messages: others' messages and all reactions arrive; own rows and other rooms do not")

@@ -98,10 +98,10 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
         if delay > .zero { try await Task.sleep(for: delay) }
         if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
-        guard let row = JSONValue.parseOrNil(prepared.payload), let id = row["id"]?.stringValue else {
-            throw SwitchboardError(.invalidArgument, "prepared payload is not a message row")
-        }
-        let rows = try await rest.write(.post, "messages", query: [("on_conflict", "id")], body: row,
+        // The payload is the row's JSON already (`prepare` made it): sent as it is, and only the columns the
+        // receipt needs come back.
+        let id = try Self.rowID(of: prepared)
+        let rows = try await rest.write(.post, "messages", query: Self.publishQuery, json: prepared.payload,
                                         prefer: "resolution=ignore-duplicates,return=representation")
         if fault == .loseResponse {
             throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
@@ -119,6 +119,9 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let time = stored?["created_at"]?.stringValue.flatMap(SupabaseTimestamp.parse)
         return PublishReceipt(remoteID: RemoteID(id), serverTime: time)
     }
+
+    /// The query of a publish: upsert by row ID, and return only what a receipt needs.
+    static let publishQuery = [("on_conflict", "id"), ("select", "id,created_at")]
 
     /// Rows per bulk upsert request (a chunk also ends before its body passes `bulkBodyBytes`).
     public var bulkPublishLimit: Int { 1000 }
