@@ -101,9 +101,10 @@ enum SupabaseScenario {
         guard await ArrivalBook.wait(timeout: .seconds(15), { book.isConnected }) else {
             throw BenchError("the adapter's realtime stream did not connect within 15 s")
         }
-        // The request the adapter's publish makes: upsert by row ID, return only the ID and the server time.
+        // The request the adapter's publish makes (its query, headers and `Prefer`).
+        let query = SupabaseAdapter.publishQuery.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
         let poster = try BareCurlPoster(
-            url: servers.supabaseURL.absoluteString + "/rest/v1/messages?on_conflict=id&select=id,created_at",
+            url: servers.supabaseURL.absoluteString + "/rest/v1/messages?" + query,
             headers: ["apikey: \(servers.anonKey)", "Authorization: Bearer \(servers.accessToken(user))",
                       "Content-Type: application/json", "Prefer: resolution=ignore-duplicates,return=representation"])
         let clock = ContinuousClock()

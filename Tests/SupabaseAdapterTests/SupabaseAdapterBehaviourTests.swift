@@ -175,9 +175,9 @@ struct SupabaseAdapterBehaviourTests {
         let replay = try await gina.publish(prepared)
         #expect(replay.remoteID == prepared.remoteID)
         #expect(replay.serverTime.map { abs($0.timeIntervalSince(time)) < 0.000_001 } == true)
-        var stolen = try await hugo.prepare(OutgoingMessage(id: prepared.id, conversation: conversation, sender: "hugo",
+        let stolen = try await hugo.prepare(OutgoingMessage(id: prepared.id, conversation: conversation, sender: "hugo",
                                                             text: "same ID", createdAt: Date()), noSend: true)
-        stolen.remoteID = prepared.remoteID
+        #expect(stolen.remoteID == prepared.remoteID)
         let conflict = await #expect(throws: SwitchboardError.self) { _ = try await hugo.publish(stolen) }
         #expect(conflict?.code == .conflict)
         var junk = prepared

@@ -121,7 +121,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     }
 
     /// The query of a publish: upsert by row ID, and return only what a receipt needs.
-    static let publishQuery = [("on_conflict", "id"), ("select", "id,created_at")]
+    public static let publishQuery = [("on_conflict", "id"), ("select", "id,created_at")]
 
     /// Rows per bulk upsert request (a chunk also ends before its body passes `bulkBodyBytes`).
     public var bulkPublishLimit: Int { 1000 }
