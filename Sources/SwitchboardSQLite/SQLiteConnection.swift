@@ -11,6 +11,10 @@ public final class SQLiteConnection {
     public let path: String
     /// Prepared statements by SQL text, reused across calls.
     private var statements: [StatementKey: SQLiteStatement] = [:]
+    /// While true, every statement that would change the database file is refused before it runs (a read
+    /// transaction). Checked per statement instead of with `PRAGMA query_only`: that PRAGMA, like every flag PRAGMA,
+    /// expires all prepared statements of the connection, so each statement was compiled again after each read.
+    public var refusesWrites = false
 
     /// The process-wide SQLite settings, applied once before the first connection opens (SQLite reads them when it
     /// initialises): no memory statistics, whose upkeep serialises every allocation of every connection on one
@@ -62,6 +66,7 @@ public final class SQLiteConnection {
     /// Runs one or more SQL statements that take no arguments (schema scripts, transaction control).
     public func executeScript(_ sql: String) throws {
         let handle = try openHandle(sql: sql)
+        if refusesWrites { throw Self.writeRefused(sql) }
         let code = sqlite3_exec(handle, sql, nil, nil, nil)
         guard code == SQLITE_OK else { throw SQLiteError(connection: handle, code: code, sql: sql) }
     }
@@ -73,11 +78,22 @@ public final class SQLiteConnection {
             // `execute` and the queries reset (and clear) a statement when they are done with it: only one left
             // mid-run is reset here, not every statement twice.
             if statement.isBusy { statement.reset() }
+            if refusesWrites && !statement.isReadOnly { throw Self.writeRefused(sql) }
             return statement
         }
         let statement = try SQLiteStatement(connection: try openHandle(sql: sql), sql: sql)
         statements[key] = statement
+        if refusesWrites && !statement.isReadOnly { throw Self.writeRefused(sql) }
         return statement
+    }
+
+    /// Times SQLite compiled the cached statements again since each was prepared, summed.
+    public var cachedStatementReprepares: Int { statements.values.reduce(0) { $0 + $1.reprepareCount } }
+
+    /// The error for a statement that would write while `refusesWrites` is set (SQLITE_READONLY, as
+    /// `PRAGMA query_only` reports it).
+    private static func writeRefused(_ sql: String) -> SQLiteError {
+        SQLiteError(extendedCode: SQLITE_READONLY, message: "attempt to write in a read-only transaction", sql: sql)
     }
 
     /// Runs one statement with `arguments`, discarding any rows.

@@ -15,6 +15,9 @@ public final class SQLiteStatement {
     private let connection: OpaquePointer
     /// The SQL text, with placeholders only.
     public let sql: String
+    /// Whether running the statement leaves the database file unchanged (`sqlite3_stmt_readonly`: queries and
+    /// transaction control; not INSERT, UPDATE, DELETE, DDL or a PRAGMA that writes).
+    public let isReadOnly: Bool
 
     /// Prepares `sql` on `connection`.
     public init(connection: OpaquePointer, sql: String) throws {
@@ -27,7 +30,12 @@ public final class SQLiteStatement {
         self.handle = statement
         self.connection = connection
         self.sql = sql
+        self.isReadOnly = sqlite3_stmt_readonly(statement) != 0
     }
+
+    /// How many times SQLite compiled the statement again since it was prepared (after a schema change, or an
+    /// `OP_Expire` such as any flag PRAGMA runs on the connection).
+    public var reprepareCount: Int { Int(sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0)) }
 
     deinit { sqlite3_finalize(handle) }
 

@@ -109,6 +109,11 @@ public final class SQLiteStore: LeaseStore {
         try withConnection { try $0.queryFirst("PRAGMA wal_autocheckpoint") { $0.int(at: 0) } ?? -1 }
     }
 
+    /// Times SQLite compiled the connection's cached statements again since each was prepared, summed.
+    func statementReprepares() throws -> Int {
+        try withConnection { $0.cachedStatementReprepares }
+    }
+
     /// The journal mode the connection reports (`wal` for files, `memory` for `:memory:`).
     func journalMode() throws -> String {
         try withConnection { try $0.queryFirst("PRAGMA journal_mode") { $0.string(at: 0) } ?? "" }

@@ -26,8 +26,8 @@ final class SQLiteTransaction: StoreTransaction {
     func begin() throws {
         do {
             try perform { connection in
-                if isReadOnly { try connection.execute("PRAGMA query_only = 1") }
                 try connection.execute(isReadOnly ? "BEGIN DEFERRED" : "BEGIN IMMEDIATE")
+                connection.refusesWrites = isReadOnly
             }
         } catch {
             end()
@@ -50,7 +50,7 @@ final class SQLiteTransaction: StoreTransaction {
 
     /// Restores the connection's write access and drops the reference to it: later calls throw.
     private func end() {
-        if isReadOnly { try? connection?.execute("PRAGMA query_only = 0") }
+        connection?.refusesWrites = false
         connection = nil
     }
 
