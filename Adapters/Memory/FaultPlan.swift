@@ -7,6 +7,7 @@ struct FaultSettings: Sendable {
     var failingPublishesRetryable = true
     var lostPublishResponses = 0
     var publishDelay: Duration = .zero
+    var publishesHeld = false
     var echoOnly = false
     var duplicateDeliveries = false
     var outOfOrderDelivery = false
@@ -55,6 +56,13 @@ public final class FaultPlan: Sendable {
     public var publishDelay: Duration {
         get { read(\.publishDelay) }
         set { update { $0.publishDelay = newValue } }
+    }
+
+    /// While true, every publish waits (cancellable) before it is handled, until this is set back to false: a
+    /// test can look at the in-flight state for as long as it needs, however slowly the machine runs it.
+    public var holdsPublishes: Bool {
+        get { read(\.publishesHeld) }
+        set { update { $0.publishesHeld = newValue } }
     }
 
     /// Whether publish responses omit the remote ID and time, so the ID is only learnt from the echo.

@@ -100,12 +100,11 @@ public final class MemoryBackend: Sendable {
             state.faults.publishCallCount += 1
             return state.faults.publishDelay
         }
-        if delay > .zero {
-            do {
-                try await Task.sleep(for: delay)
-            } catch {
-                throw SwitchboardError(.cancelled, "publish cancelled", retryable: true)
-            }
+        do {
+            if delay > .zero { try await Task.sleep(for: delay) }
+            while server.state.withLock({ $0.faults.publishesHeld }) { try await Task.sleep(for: .milliseconds(2)) }
+        } catch {
+            throw SwitchboardError(.cancelled, "publish cancelled", retryable: true)
         }
         return try server.state.withLock { try $0.publish(message, as: user, now: clock()) }
     }

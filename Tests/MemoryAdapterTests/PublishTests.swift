@@ -186,6 +186,28 @@ struct PublishTests {
         #expect(f.backend.storedMessageCount(in: f.room) == 0)
     }
 
+    @Test("held publishes wait until released, then store once; a held publish is cancellable")
+    func heldPublishes() async throws {
+        let f = try Fixture(.clientAssigned)
+        f.backend.faults.holdsPublishes = true
+        let adapter = f.alice
+        let first = try await adapter.prepare(f.outgoing("held", from: f.alice), noSend: false)
+        let waiting = Task { try await adapter.publish(first) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(f.backend.storedMessageCount(in: f.room) == 0)
+        f.backend.faults.holdsPublishes = false
+        _ = try await waiting.value
+        #expect(f.backend.storedMessageCount(in: f.room) == 1)
+
+        f.backend.faults.holdsPublishes = true
+        let second = try await adapter.prepare(f.outgoing("cancelled", from: f.alice), noSend: false)
+        let cancelled = Task { try await adapter.publish(second) }
+        try await Task.sleep(for: .milliseconds(20))
+        cancelled.cancel()
+        await expectError(.cancelled) { _ = try await cancelled.value }
+        #expect(f.backend.storedMessageCount(in: f.room) == 1)
+    }
+
     @Test("a client-assigned ID cannot be reused in another conversation")
     func clientIDsAreUniqueAcrossConversations() async throws {
         let f = try Fixture(.clientAssigned)
