@@ -176,9 +176,13 @@ final class SQLiteTransaction: StoreTransaction {
     }
 
     /// `updateDeliveries`' statement: the listed rows are found by primary key (the JSON array's values).
+    ///
+    /// `CAST(? AS TEXT)`, not a bare `?`: planning this statement, SQLite compares `delivery = ?` with each term of
+    /// `messages_unfinished`'s condition (`delivery = 'draft' OR …`) using the value bound then, which marks the
+    /// statement to be compiled again whenever that parameter is bound anew, that is for every batch.
     static let updateDeliveriesSQL = """
         UPDATE messages SET delivery = ?, delivery_progress = ?, failure_reason = ?, failure_retryable = ?
-        WHERE id IN (SELECT value FROM json_each(?)) AND delivery = ? AND delivery_progress IS ?
+        WHERE id IN (SELECT value FROM json_each(?)) AND delivery = CAST(? AS TEXT) AND delivery_progress IS ?
           AND failure_reason IS ? AND failure_retryable IS ?
         """
 

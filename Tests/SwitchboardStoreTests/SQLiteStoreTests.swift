@@ -287,6 +287,29 @@ struct SQLiteStoreTests {
         #expect(recompiled < rounds / 10, "\(recompiled) statements compiled again in \(rounds) rounds")
     }
 
+    @Test("A batch's delivery update is compiled once, not again for every batch")
+    func batchDeliveryUpdateKeepsItsPlan() throws {
+        let store = try SQLiteStore(path: ":memory:")
+        for batch in 0..<10 {
+            var messages: [Message] = []
+            for index in 0..<3 {
+                var message = Fixtures.message(at: Double(batch * 3 + index))
+                message.delivery = .pending
+                messages.append(message)
+            }
+            let ids = messages.map(\.id)
+            let before = try store.statementReprepares()
+            let moved = try store.write { tx in
+                for message in messages { try tx.insertNewMessage(message) }
+                return try tx.updateDeliveries(of: ids, from: .pending, to: .received)
+            }
+            #expect(moved == 3)
+            #expect(try store.read { tx in try ids.compactMap { try tx.message($0)?.delivery } } == Array(repeating: .received, count: 3))
+            // The first batch prepares its statements; no later one compiles any of them again.
+            if batch > 0 { #expect(try store.statementReprepares() == before, "batch \(batch)") }
+        }
+    }
+
     @Test("A transaction kept past its end cannot touch the database")
     func escapedTransaction() throws {
         let store = try SQLiteStore(path: ":memory:")
