@@ -167,6 +167,7 @@ import Testing
         let renders = report.figures.first { $0.figure.hasPrefix("renders per event") }
         #expect(renders?.summary.max == 1)
         #expect(report.figures.contains { $0.scenario == "dedupe" && $0.figure.hasPrefix("storage ceiling") })
+        #expect(report.figures.contains { $0.scenario == "dedupe" && $0.figure.hasSuffix("in-memory store") })
         #expect(report.figures.allSatisfy { $0.summary.median > 0 })
     }
 
