@@ -54,7 +54,7 @@ demo: deps
 conformance: build
 	@for scheme in client content server; do $(BIN) conformance --adapter memory --id-scheme $$scheme || exit 1; done
 
-## Benchmarks in a release build: every scenario at quick sizes (under a minute); see BENCHMARKS.md for the full run.
+## Benchmarks in a release build: every scenario at quick sizes (about 80 s); see BENCHMARKS.md for the full run.
 bench: deps
 	$(SWIFT) build -c release --product switchboard
 	.build/release/switchboard bench all --quick
