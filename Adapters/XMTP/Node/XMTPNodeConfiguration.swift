@@ -26,6 +26,8 @@ public struct XMTPNodeConfiguration: Sendable {
     public var subscriberBufferLimit = 10_000
     /// HTTP worker threads: every open subscription holds one.
     public var workerThreads = 64
+    /// How long an idle kept-alive HTTP connection waits for its next request; it holds a worker until then.
+    public var keepAliveTimeout: Duration = .milliseconds(500)
     /// PostgreSQL connections kept open.
     public var postgresPoolSize = 4
     /// Where diagnostics go; tokens are never passed to it.

@@ -52,6 +52,7 @@ public final class XMTPNodeServer: Sendable {
         httpConfiguration.maxRequestBodySize = max(configuration.maxRequestBodySize, configuration.maxUploadSize) + (64 << 10)
         httpConfiguration.requestTimeout = .seconds(30)
         httpConfiguration.workerThreads = max(4, configuration.workerThreads)
+        httpConfiguration.keepAliveTimeout = configuration.keepAliveTimeout
         httpConfiguration.log = configuration.log
         let http = HTTPServer(configuration: httpConfiguration)
         for (method, prefix) in [(HTTPMethod.post, "/mls/v1"), (.post, "/identity/v1"), (.post, "/upload/v1"),
