@@ -20,6 +20,7 @@ public final class SupabaseServer: Sendable {
     /// The configuration the server was made with.
     public let configuration: SupabaseServerConfiguration
     private let running = Mutex<Running?>(nil)
+    private let blocking = BlockingRunner(label: "switchboard.supabase-server.lifecycle")
 
     /// A server that does nothing until `start()`.
     public init(configuration: SupabaseServerConfiguration) {
@@ -40,19 +41,29 @@ public final class SupabaseServer: Sendable {
     @discardableResult
     public func start() async throws -> Int {
         if let port { return port }
-        let fileManager = FileManager.default
-        try fileManager.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
-        var cluster: PostgresCluster?
-        let databaseURL: String
-        if let url = configuration.databaseURL {
-            databaseURL = url
-        } else {
-            let privateCluster = PostgresCluster(dataDirectory: configuration.dataDirectory.appendingPathComponent("postgres"))
-            databaseURL = try privateCluster.start()
-            cluster = privateCluster
+        let configuration = self.configuration
+        // initdb, pg_ctl and the migrations block for seconds: on a thread of their own, not the cooperative pool
+        // (which has one thread per core, and every other task of the process waits while they are held).
+        let (cluster, databaseURL) = try await blocking.run { () throws -> (PostgresCluster?, String) in
+            try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+            var cluster: PostgresCluster?
+            let databaseURL: String
+            if let url = configuration.databaseURL {
+                databaseURL = url
+            } else {
+                let privateCluster = PostgresCluster(dataDirectory: configuration.dataDirectory.appendingPathComponent("postgres"))
+                databaseURL = try privateCluster.start()
+                cluster = privateCluster
+            }
+            do {
+                try Self.migrate(databaseURL: databaseURL, extraSQLFiles: configuration.extraSQLFiles)
+            } catch {
+                try? cluster?.stop()
+                throw error
+            }
+            return (cluster, databaseURL)
         }
         do {
-            try Self.migrate(databaseURL: databaseURL, extraSQLFiles: configuration.extraSQLFiles)
             let pool = PostgresPool(url: databaseURL, size: configuration.poolSize)
             let context = SupabaseServerContext(configuration: configuration, databaseURL: databaseURL, pool: pool)
             let rest = RestGateway(context: context)
@@ -77,7 +88,7 @@ public final class SupabaseServer: Sendable {
             running.withLock { $0 = Running(http: http, context: context, realtime: realtime, cluster: cluster) }
             return port
         } catch {
-            try? cluster?.stop()
+            _ = try? await blocking.run { try cluster?.stop() }
             throw error
         }
     }
@@ -87,11 +98,14 @@ public final class SupabaseServer: Sendable {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
         await current.http.stop()
         await current.realtime.stop()
-        current.context.pool.close()
-        do {
-            try current.cluster?.stop()
-        } catch {
-            configuration.log?("stopping PostgreSQL failed: \(error)")
+        let configuration = self.configuration
+        _ = try? await blocking.run {
+            current.context.pool.close()
+            do {
+                try current.cluster?.stop()
+            } catch {
+                configuration.log?("stopping PostgreSQL failed: \(error)")
+            }
         }
     }
 
