@@ -126,7 +126,7 @@ struct ServeOptionsTests {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(at: root) }
         let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("external"))
-        let url = try cluster.start()
+        let url = try await offCooperativePool { try cluster.start() }
         defer { try? cluster.stop() }
         let server = try await SupabaseTestServer.start(directory: root.appendingPathComponent("server")) {
             $0.databaseURL = url
@@ -139,5 +139,6 @@ struct ServeOptionsTests {
         let connection = try PostgresConnection(url: url)
         #expect(try connection.query("SELECT count(*) FROM public.conversations").rows == [["0"]])
         connection.close()
+        _ = try? await offCooperativePool { try cluster.stop() }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import Testing
+import TestSupport
 @testable import SwitchboardNet
 
 /// The HTTPClient tests, one serialized suite (timing assertions stay meaningful on small machines).
@@ -122,7 +123,8 @@ final class HTTPClientTestServer: @unchecked Sendable {
 
 /// Runs `body` with a fresh fixture server and stops the server afterwards, whatever happens.
 func withHTTPTestServer<T>(tls: Bool = false, _ body: (HTTPClientTestServer) async throws -> T) async throws -> T {
-    let server = try HTTPClientTestServer(tls: tls)
+    // Starting waits for the Python server's port line: off the cooperative pool, which the other tests share.
+    let server = try await offCooperativePool { try HTTPClientTestServer(tls: tls) }
     defer { server.stop() }
     return try await body(server)
 }

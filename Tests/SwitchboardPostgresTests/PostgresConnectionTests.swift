@@ -134,7 +134,7 @@ struct PostgresClusterTests {
         try owner.run()
         let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("data"), owner: owner.processIdentifier)
         defer { try? cluster.stop() }
-        let url = try cluster.start()
+        let url = try await offCooperativePool { try cluster.start() }
         let server = try #require(cluster.serverProcess)
         try await Task.sleep(for: .seconds(1.5))
         #expect(FileManager.default.fileExists(atPath: "/proc/\(server)"), "the server runs while its owner lives")
@@ -150,22 +150,26 @@ struct PostgresClusterTests {
     }
 
     @Test("stop and start twice keeps data; stop is idempotent")
-    func stopStartTwice() throws {
+    func stopStartTwice() async throws {
         let root = try PostgresTestCluster.makeTemporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("data"))
         defer { try? cluster.stop() }
-        let url = try cluster.start()
-        #expect(try cluster.start() == url)
+        // Starting and stopping wait on initdb and pg_ctl: off the cooperative pool, which the other tests share.
+        let url = try await offCooperativePool { try cluster.start() }
+        #expect(try await offCooperativePool { try cluster.start() } == url)
         try PostgresConnection(url: url).execute("CREATE TABLE survives (v int); INSERT INTO survives VALUES (7)")
         for _ in 0..<2 {
-            try cluster.stop()
-            try cluster.stop()
+            try await offCooperativePool {
+                try cluster.stop()
+                try cluster.stop()
+            }
             #expect(!cluster.isRunning)
             #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
-            let again = try cluster.start()
+            let again = try await offCooperativePool { try cluster.start() }
             #expect(again == url)
             #expect(try PostgresConnection(url: again).query("SELECT v FROM survives").rows == [["7"]])
         }
+        try await offCooperativePool { try cluster.stop() }
     }
 }

@@ -260,21 +260,22 @@ struct PostgresStoreTests {
     }
 
     @Test("The store reconnects after the server restarts and after its connections are terminated")
-    func reconnects() throws {
-        // A cluster of its own: restarting the suite's cluster would disturb the other tests.
-        let own = try PostgresTestCluster.make()
+    func reconnects() async throws {
+        // A cluster of its own: restarting the suite's cluster would disturb the other tests. Starting and
+        // stopping it wait on initdb and pg_ctl: off the cooperative pool, which the other tests share.
+        let own = try await offCooperativePool { try PostgresTestCluster.make() }
         defer { own.cleanUp() }
         let store = try PostgresStore(url: own.url)
         defer { store.close() }
         try store.write { try $0.upsertMessage(Fixtures.message(in: "restart")) }
 
-        try own.cluster.stop()
+        try await offCooperativePool { try own.cluster.stop() }
         let down = #expect(throws: SwitchboardError.self) {
             try store.read { try $0.messageCount(in: "restart") }
         }
         #expect(down?.code == .storage)
         #expect(down?.isRetryable == true)
-        #expect(try own.cluster.start() == own.url)
+        #expect(try await offCooperativePool { try own.cluster.start() } == own.url)
 
         #expect(try store.read { try $0.messageCount(in: "restart") } == 1)
         try store.write { try $0.upsertMessage(Fixtures.message(in: "restart")) }
@@ -290,6 +291,7 @@ struct PostgresStoreTests {
         #expect(terminated.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0 >= 1)
         try store.write { try $0.upsertMessage(Fixtures.message(in: "restart")) }
         #expect(try store.read { try $0.messageCount(in: "restart") } == 3)
+        _ = try? await offCooperativePool { own.cleanUp() }  // the deferred one then finds it stopped
     }
 }
 

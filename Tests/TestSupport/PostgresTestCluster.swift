@@ -84,11 +84,16 @@ public struct WithPostgresCluster: SuiteTrait, TestScoping {
             throw PostgresError(code: .clusterFailed,
                                 message: "PostgreSQL tests need root (to run initdb as `postgres`) or runnable binaries")
         }
-        let environment = try PostgresTestCluster.make()
-        defer { environment.cleanUp() }
-        try await PostgresTestCluster.$current.withValue(environment) {
-            try await function()
+        let environment = try await offCooperativePool { try PostgresTestCluster.make() }
+        do {
+            try await PostgresTestCluster.$current.withValue(environment) {
+                try await function()
+            }
+        } catch {
+            _ = try? await offCooperativePool { environment.cleanUp() }
+            throw error
         }
+        _ = try? await offCooperativePool { environment.cleanUp() }
     }
 }
 

@@ -85,13 +85,17 @@ public enum ChildProcess {
     /// `run` on a dispatch thread, so an async test does not block the cooperative pool while the child runs.
     public static func runDetached(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
                                    input: Data? = nil, timeout: Duration? = nil) async throws -> ProcessResult {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    try run(executable, arguments, environment: environment, input: input, timeout: timeout)
-                })
-            }
-        }
+        try await offCooperativePool { try run(executable, arguments, environment: environment, input: input, timeout: timeout) }
+    }
+}
+
+/// Runs blocking work (starting PostgreSQL, a child process) on a thread of its own and awaits it, so an async
+/// test holds none of the cooperative pool's threads (one per core) while it waits: every other test of the
+/// process would wait with it. (Not a global dispatch queue: on Linux Swift's executor runs on those same
+/// threads.)
+public func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 
