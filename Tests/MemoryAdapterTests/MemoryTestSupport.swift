@@ -51,7 +51,7 @@ final class EventRecorder: Sendable {
     func stop() { consumer.withLock { $0?.cancel() } }
 
     /// Waits until `predicate` holds for the recorded events, or the timeout passes; returns whether it held.
-    func waitUntil(timeout: Duration = .seconds(3), _ predicate: ([AdapterEvent]) -> Bool) async -> Bool {
+    func waitUntil(timeout: Duration = .seconds(30), _ predicate: ([AdapterEvent]) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if predicate(events) { return true }

@@ -22,7 +22,7 @@ final class OffsetClock: Sendable {
 // MARK: - Polling
 
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held. Never an assertion by itself.
-func eventually(timeout: TimeInterval = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+func eventually(timeout: TimeInterval = 30, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if try await condition() { return true }
@@ -80,7 +80,7 @@ final class EventLog: Sendable {
     }
 
     /// Waits until `predicate` holds for the recorded events.
-    func waitUntil(timeout: TimeInterval = 10, _ predicate: ([SequencedEvent]) -> Bool) async -> Bool {
+    func waitUntil(timeout: TimeInterval = 30, _ predicate: ([SequencedEvent]) -> Bool) async -> Bool {
         await eventually(timeout: timeout) { predicate(events) }
     }
 
