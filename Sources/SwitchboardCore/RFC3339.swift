@@ -2,6 +2,7 @@
 public enum RFC3339 {
     /// Which variations beyond strict `2026-11-30T10:00:00.123Z` / `±hh:mm` a parse accepts (a space for `T` always is).
     public struct Options: OptionSet, Sendable {
+        /// The option bits.
         public let rawValue: Int
 
         /// Makes options from their raw bits.
