@@ -5,8 +5,10 @@ import Synchronization
 
 /// Tunables of a migration.
 public struct MigrationConfiguration: Sendable {
-    /// Source changes read (and checkpointed) per page.
-    public var batchSize = 100
+    /// Source changes read (and checkpointed) per page: a resumed run redoes at most one page (idempotently).
+    /// 500 rather than 100 cuts the per-page work (ledger transactions, REST statements, checkpoints): `bench
+    /// migrate` used ~6 % less machine CPU per message (median of 5 interleaved runs, 182 → 170 µs).
+    public var batchSize = 500
     /// Whether `run` also counts the source's messages (for the progress total and ETA): the adapter's own count
     /// where it has one (`MessageCountingAdapter`), else its history paged; the count runs alongside the copy, so
     /// the total appears in the progress once it is known.

@@ -139,7 +139,7 @@ enum CommandLineTool {
                                   mismatches); exit 1 on any difference
           --verify-only           compare without copying
           --format F              text (default) | json (progress then goes to standard error)
-          --batch-size N          source changes per checkpointed page (default 100)
+          --batch-size N          source changes per checkpointed page (default 500)
           --no-estimate           do not page the source's history alongside the copy to count it (no total or ETA)
                                 Exit 0 done (and clean), 1 failure or differences, 2 bad option or endpoint
                                 (naming the field), 130/143 stopped by SIGINT/SIGTERM (re-run to resume).
