@@ -82,7 +82,8 @@ public enum ChildProcess {
                              stderr: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
     }
 
-    /// `run` on a dispatch thread, so an async test does not block the cooperative pool while the child runs.
+    /// `run` on a thread of its own (`offCooperativePool`), so an async test holds no cooperative thread while the
+    /// child runs.
     public static func runDetached(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
                                    input: Data? = nil, timeout: Duration? = nil) async throws -> ProcessResult {
         try await offCooperativePool { try run(executable, arguments, environment: environment, input: input, timeout: timeout) }
@@ -91,8 +92,8 @@ public enum ChildProcess {
 
 /// Runs blocking work (starting PostgreSQL, a child process) on a thread of its own and awaits it, so an async
 /// test holds none of the cooperative pool's threads (one per core) while it waits: every other test of the
-/// process would wait with it. (Not a global dispatch queue: on Linux Swift's executor runs on those same
-/// threads.)
+/// process would wait with it. A plain thread rather than a dispatch worker: on Linux Swift's executor runs its
+/// jobs on dispatch's default-QoS workers too.
 public func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
