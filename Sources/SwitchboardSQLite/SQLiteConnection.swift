@@ -74,15 +74,16 @@ public final class SQLiteConnection {
     /// The cached prepared statement for `sql`, ready to bind and run (reset if it was left mid-run).
     public func cachedStatement(_ sql: String) throws -> SQLiteStatement {
         let key = StatementKey(sql)
-        if let statement = statements[key] {
+        let statement: SQLiteStatement
+        if let cached = statements[key] {
             // `execute` and the queries reset (and clear) a statement when they are done with it: only one left
             // mid-run is reset here, not every statement twice.
-            if statement.isBusy { statement.reset() }
-            if refusesWrites && !statement.isReadOnly { throw Self.writeRefused(sql) }
-            return statement
+            if cached.isBusy { cached.reset() }
+            statement = cached
+        } else {
+            statement = try SQLiteStatement(connection: try openHandle(sql: sql), sql: sql)
+            statements[key] = statement
         }
-        let statement = try SQLiteStatement(connection: try openHandle(sql: sql), sql: sql)
-        statements[key] = statement
         if refusesWrites && !statement.isReadOnly { throw Self.writeRefused(sql) }
         return statement
     }

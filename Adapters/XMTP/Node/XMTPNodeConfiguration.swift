@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardNet
 
 /// Everything `XMTPNodeServer` (and `switchboard serve xmtp`) can be told; defaults follow XMTP where it has one.
 public struct XMTPNodeConfiguration: Sendable {
@@ -27,7 +28,7 @@ public struct XMTPNodeConfiguration: Sendable {
     /// HTTP worker threads: every open subscription holds one.
     public var workerThreads = 64
     /// How long an idle kept-alive HTTP connection waits for its next request; it holds a worker until then.
-    public var keepAliveTimeout: Duration = .milliseconds(500)
+    public var keepAliveTimeout = HTTPServer.Configuration().keepAliveTimeout
     /// PostgreSQL connections kept open.
     public var postgresPoolSize = 4
     /// Where diagnostics go; tokens are never passed to it.
