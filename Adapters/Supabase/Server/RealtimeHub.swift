@@ -47,7 +47,7 @@ final class RealtimeHub: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(5))
                 guard let self else { return }
-                self.deliver(self.mutate { $0.tick(now: Date()) })
+                self.apply { $0.tick(now: Date()) }
             }
         }
         ticker.withLock { $0 = clock }
@@ -68,18 +68,18 @@ final class RealtimeHub: Sendable {
         let writer = Task { await Self.drain(outbox, into: connection) }
         let version = PhoenixTextCodec.Version(vsn: connection.request.queryValue("vsn"))
         let apiKey = connection.request.queryValue("apikey")
-        deliver(mutate { $0.connect(socket: id, version: version, apiKey: apiKey, now: Date()) })
+        apply { $0.connect(socket: id, version: version, apiKey: apiKey, now: Date()) }
         for await frame in connection.frames {
             switch frame {
             case .text(let text):
-                deliver(mutate { $0.receive(socket: id, text: text, now: Date()) })
+                apply { $0.receive(socket: id, text: text, now: Date()) }
             case .binary(let data):
-                deliver(mutate { $0.receive(socket: id, binary: [UInt8](data), now: Date()) })
+                apply { $0.receive(socket: id, binary: [UInt8](data), now: Date()) }
             case .close:
                 break
             }
         }
-        deliver(mutate { $0.disconnect(socket: id) })
+        apply { $0.disconnect(socket: id) }
         outboxes.withLock { $0[id] = nil }
         outbox.finish()
         await writer.value
@@ -101,13 +101,17 @@ final class RealtimeHub: Sendable {
         state.withLock { $0 = nil }
     }
 
-    /// Runs `body` on the state (a no-op returning nothing when stopped).
-    private func mutate(_ body: (inout RealtimeHubState) -> [RealtimeDelivery]) -> [RealtimeDelivery] {
+    /// Runs `body` on the state and queues the deliveries it makes (a no-op when stopped).
+    ///
+    /// The deliveries are queued before the state is released, so every socket receives frames in the order the
+    /// state made them: queued afterwards, a `presence_diff` from another socket's track could overtake a joining
+    /// socket's own join reply and `presence_state`, which then wiped the joiner's view of that presence.
+    private func apply(_ body: (inout RealtimeHubState) -> [RealtimeDelivery]) {
         state.withLock { state in
-            guard var current = state else { return [] }
+            guard var current = state else { return }
             state = nil
             defer { state = current }
-            return body(&current)
+            deliver(body(&current))
         }
     }
 
