@@ -80,6 +80,26 @@ struct SupabaseAdapterBehaviourTests {
         await server.stop()
     }
 
+    @Test("presence: members joining at the same moment all see each other (no diff overtakes a join's own state)")
+    func presenceOfSimultaneousJoins() async throws {
+        let server = try await AdapterTestServer.start()
+        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+        let users: [UserID] = (0..<6).map { UserID("member-\($0)") }
+        let everyone = Set(users.map(\.rawValue))
+        for round in 0..<3 {
+            let conversation = try await harness.createConversation(members: users)
+            let adapters = users.map { Self.adapter(server, $0) }
+            let recorders = adapters.map { Recorder($0.liveEvents(in: conversation)) }
+            for (user, adapter) in zip(users, adapters) {
+                try await Self.eventually("round \(round): \(user) sees all \(users.count) members") {
+                    Set(await adapter.onlineMembers(in: conversation).map(\.rawValue)) == everyone
+                }
+            }
+            for recorder in recorders { recorder.task.cancel() }
+        }
+        await server.stop()
+    }
+
     @Test("tokens expiring every 4 s are refreshed before they lapse: REST keeps working and no live change is lost")
     func expiringTokens() async throws {
         let server = try await AdapterTestServer.start()

@@ -39,8 +39,10 @@ actor SupabaseRealtime {
             let filter = skippingOwnMessages && table == "messages" ? othersOnly : inConversation
             return ["event": "*", "schema": "public", "table": .string(table), "filter": .string(filter)]
         }
+        // `presence.enabled`, as supabase-js sends it for a channel with presence listeners: the join's reply is
+        // followed by `presence_state`, so members who tracked before this join are known, not only later diffs.
         let payload: JSONValue = ["config": ["broadcast": ["self": false, "ack": false],
-                                             "presence": ["key": .string(localUser.rawValue)],
+                                             "presence": ["key": .string(localUser.rawValue), "enabled": true],
                                              "postgres_changes": .array(changes), "private": false]]
         machine = PhoenixClientChannel(configuration: .init(topic: "realtime:conversation:\(conversation.rawValue)"),
                                        joinPayload: payload, token: nil)
