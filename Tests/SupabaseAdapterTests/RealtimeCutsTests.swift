@@ -14,14 +14,7 @@ import Testing
 struct RealtimeCutsTests {
     @Test("100 socket cuts while two clients exchange 1,000 messages: each side has every message once, in order")
     func hundredCutsThousandMessages() async throws {
-        let server = try await AdapterTestServer.start()
-        do {
-            try await exchange(on: server)
-        } catch {
-            await server.stop()
-            throw error
-        }
-        await server.stop()
+        try await AdapterTestServer.run { server in try await exchange(on: server) }
     }
 
     private func exchange(on server: AdapterTestServer) async throws {
@@ -137,5 +130,19 @@ struct AdapterTestServer: Sendable {
     func stop() async {
         await server.stop()
         try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Starts a server, runs `body` with it, then stops it and removes its directory, whether `body` throws or not
+    /// (a `defer` can only start the stop in a task the process may not wait for: its directory stayed behind).
+    static func run<T>(_ body: (AdapterTestServer) async throws -> T) async throws -> T {
+        let server = try await start()
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
     }
 }

@@ -66,63 +66,63 @@ struct SupabaseAdapterBehaviourTests {
 
     @Test("presence: each member sees the other online; a member whose stream ends goes offline")
     func presence() async throws {
-        let server = try await AdapterTestServer.start()
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let conversation = try await harness.createConversation(members: ["alice", "bob"])
-        let alice = Self.adapter(server, "alice"), bob = Self.adapter(server, "bob")
-        let aliceLive = Recorder(alice.liveEvents(in: conversation))
-        let bobLive = Recorder(bob.liveEvents(in: conversation))
-        try await Self.eventually("alice sees bob online") { await alice.onlineMembers(in: conversation) == ["alice", "bob"] }
-        try await Self.eventually("bob sees alice online") { await bob.onlineMembers(in: conversation) == ["alice", "bob"] }
-        bobLive.task.cancel()
-        try await Self.eventually("bob goes offline for alice") { await alice.onlineMembers(in: conversation) == ["alice"] }
-        aliceLive.task.cancel()
-        await server.stop()
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let conversation = try await harness.createConversation(members: ["alice", "bob"])
+            let alice = Self.adapter(server, "alice"), bob = Self.adapter(server, "bob")
+            let aliceLive = Recorder(alice.liveEvents(in: conversation))
+            let bobLive = Recorder(bob.liveEvents(in: conversation))
+            try await Self.eventually("alice sees bob online") { await alice.onlineMembers(in: conversation) == ["alice", "bob"] }
+            try await Self.eventually("bob sees alice online") { await bob.onlineMembers(in: conversation) == ["alice", "bob"] }
+            bobLive.task.cancel()
+            try await Self.eventually("bob goes offline for alice") { await alice.onlineMembers(in: conversation) == ["alice"] }
+            aliceLive.task.cancel()
+        }
     }
 
     @Test("presence: members joining at the same moment all see each other (no diff overtakes a join's own state)")
     func presenceOfSimultaneousJoins() async throws {
-        let server = try await AdapterTestServer.start()
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let users: [UserID] = (0..<6).map { UserID("member-\($0)") }
-        let everyone = Set(users.map(\.rawValue))
-        for round in 0..<3 {
-            let conversation = try await harness.createConversation(members: users)
-            let adapters = users.map { Self.adapter(server, $0) }
-            let recorders = adapters.map { Recorder($0.liveEvents(in: conversation)) }
-            for (user, adapter) in zip(users, adapters) {
-                try await Self.eventually("round \(round): \(user) sees all \(users.count) members") {
-                    Set(await adapter.onlineMembers(in: conversation).map(\.rawValue)) == everyone
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let users: [UserID] = (0..<6).map { UserID("member-\($0)") }
+            let everyone = Set(users.map(\.rawValue))
+            for round in 0..<3 {
+                let conversation = try await harness.createConversation(members: users)
+                let adapters = users.map { Self.adapter(server, $0) }
+                let recorders = adapters.map { Recorder($0.liveEvents(in: conversation)) }
+                for (user, adapter) in zip(users, adapters) {
+                    try await Self.eventually("round \(round): \(user) sees all \(users.count) members") {
+                        Set(await adapter.onlineMembers(in: conversation).map(\.rawValue)) == everyone
+                    }
                 }
+                for recorder in recorders { recorder.task.cancel() }
             }
-            for recorder in recorders { recorder.task.cancel() }
         }
-        await server.stop()
     }
 
     @Test("tokens expiring every 4 s are refreshed before they lapse: REST keeps working and no live change is lost")
     func expiringTokens() async throws {
-        let server = try await AdapterTestServer.start()
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let conversation = try await harness.createConversation(members: ["alice", "bob"])
-        let alice = Self.adapter(server, "alice", lifetime: 4, provider: true)
-        let bob = Self.adapter(server, "bob")
-        let aliceLive = Recorder(alice.liveEvents(in: conversation))
-        try await Self.eventually("alice joined") { aliceLive.connects >= 1 }
-        var sent: [RemoteID] = []
-        for index in 0..<20 {
-            let prepared = try await bob.prepare(Self.outgoing("tick \(index)", conversation, "bob"), noSend: false)
-            sent.append(try #require(try await bob.publish(prepared).remoteID))
-            let mine = try await alice.prepare(Self.outgoing("ack \(index)", conversation, "alice"), noSend: false)
-            _ = try await alice.publish(mine)
-            try await Task.sleep(for: .milliseconds(500))
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let conversation = try await harness.createConversation(members: ["alice", "bob"])
+            let alice = Self.adapter(server, "alice", lifetime: 4, provider: true)
+            let bob = Self.adapter(server, "bob")
+            let aliceLive = Recorder(alice.liveEvents(in: conversation))
+            try await Self.eventually("alice joined") { aliceLive.connects >= 1 }
+            var sent: [RemoteID] = []
+            for index in 0..<20 {
+                let prepared = try await bob.prepare(Self.outgoing("tick \(index)", conversation, "bob"), noSend: false)
+                sent.append(try #require(try await bob.publish(prepared).remoteID))
+                let mine = try await alice.prepare(Self.outgoing("ack \(index)", conversation, "alice"), noSend: false)
+                _ = try await alice.publish(mine)
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            try await Self.eventually("alice received all of bob's messages live") {
+                Set(aliceLive.messages.map(\.remoteID)).isSuperset(of: sent)
+            }
+            #expect(aliceLive.connects == 1, "the channel was rejoined \(aliceLive.connects - 1) times: the token lapsed")
+            aliceLive.task.cancel()
         }
-        try await Self.eventually("alice received all of bob's messages live") {
-            Set(aliceLive.messages.map(\.remoteID)).isSuperset(of: sent)
-        }
-        #expect(aliceLive.connects == 1, "the channel was rejoined \(aliceLive.connects - 1) times: the token lapsed")
-        aliceLive.task.cancel()
-        await server.stop()
     }
 
     @Test("a server error body fails the publish with a typed, retryable error; a refusal is not retryable")
@@ -153,25 +153,25 @@ struct SupabaseAdapterBehaviourTests {
     /// remote ID publishes under the `id` its payload holds; a payload that is no row is refused before any request.
     @Test("publishAll sends prepared rows as they are; without a remote ID the payload's id is used; junk is refused")
     func publishAllRawRows() async throws {
-        let server = try await AdapterTestServer.start()
-        defer { Task { await server.stop() } }
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let conversation = try await harness.createConversation(members: ["erin", "fred"])
-        let erin = Self.adapter(server, "erin")
-        var prepared: [PreparedMessage] = []
-        for index in 0..<5 { prepared.append(try await erin.prepare(Self.outgoing("bulk \(index)", conversation, "erin"), noSend: true)) }
-        var anonymous = prepared[4]
-        anonymous.remoteID = nil
-        let receipts = try await erin.publishAll(Array(prepared[0..<4]) + [anonymous, prepared[1]])
-        #expect(receipts.map(\.remoteID) == (prepared[0..<4] + [prepared[4], prepared[1]]).map(\.remoteID))
-        #expect(receipts.allSatisfy { $0.serverTime != nil })
-        let fred = Self.adapter(server, "fred")
-        let page = try await fred.history(in: conversation, before: nil, limit: 10)
-        #expect(page.messages.map(\.text).sorted() == (0..<5).map { "bulk \($0)" })
-        var junk = prepared[0]
-        junk.payload = Data("not a row".utf8)
-        let refusal = await #expect(throws: SwitchboardError.self) { _ = try await erin.publishAll([prepared[0], junk]) }
-        #expect(refusal?.code == .invalidArgument)
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let conversation = try await harness.createConversation(members: ["erin", "fred"])
+            let erin = Self.adapter(server, "erin")
+            var prepared: [PreparedMessage] = []
+            for index in 0..<5 { prepared.append(try await erin.prepare(Self.outgoing("bulk \(index)", conversation, "erin"), noSend: true)) }
+            var anonymous = prepared[4]
+            anonymous.remoteID = nil
+            let receipts = try await erin.publishAll(Array(prepared[0..<4]) + [anonymous, prepared[1]])
+            #expect(receipts.map(\.remoteID) == (prepared[0..<4] + [prepared[4], prepared[1]]).map(\.remoteID))
+            #expect(receipts.allSatisfy { $0.serverTime != nil })
+            let fred = Self.adapter(server, "fred")
+            let page = try await fred.history(in: conversation, before: nil, limit: 10)
+            #expect(page.messages.map(\.text).sorted() == (0..<5).map { "bulk \($0)" })
+            var junk = prepared[0]
+            junk.payload = Data("not a row".utf8)
+            let refusal = await #expect(throws: SwitchboardError.self) { _ = try await erin.publishAll([prepared[0], junk]) }
+            #expect(refusal?.code == .invalidArgument)
+        }
     }
 
     /// One publish sends the prepared row as it is and reads back only the ID and the server time: the receipt's
@@ -179,142 +179,142 @@ struct SupabaseAdapterBehaviourTests {
     /// conflict, and a payload that is not a row is refused before any request.
     @Test("publish: receipt time is the stored row's, a replay gives the same, another sender's ID is a conflict")
     func publishReceipts() async throws {
-        let server = try await AdapterTestServer.start()
-        defer { Task { await server.stop() } }
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let conversation = try await harness.createConversation(members: ["gina", "hugo"])
-        let gina = Self.adapter(server, "gina"), hugo = Self.adapter(server, "hugo")
-        let prepared = try await gina.prepare(Self.outgoing("one publish", conversation, "gina"), noSend: true)
-        let receipt = try await gina.publish(prepared)
-        #expect(receipt.remoteID == prepared.remoteID)
-        let time = try #require(receipt.serverTime)
-        let page = try await hugo.history(in: conversation, before: nil, limit: 10)
-        let stored = try #require(page.messages.first { $0.remoteID == prepared.remoteID })
-        #expect(stored.text == "one publish")
-        #expect(abs(stored.sentAt.timeIntervalSince(time)) < 0.000_001)
-        let replay = try await gina.publish(prepared)
-        #expect(replay.remoteID == prepared.remoteID)
-        #expect(replay.serverTime.map { abs($0.timeIntervalSince(time)) < 0.000_001 } == true)
-        let stolen = try await hugo.prepare(OutgoingMessage(id: prepared.id, conversation: conversation, sender: "hugo",
-                                                            text: "same ID", createdAt: Date()), noSend: true)
-        #expect(stolen.remoteID == prepared.remoteID)
-        let conflict = await #expect(throws: SwitchboardError.self) { _ = try await hugo.publish(stolen) }
-        #expect(conflict?.code == .conflict)
-        var junk = prepared
-        junk.payload = Data("not a row".utf8)
-        let refusal = await #expect(throws: SwitchboardError.self) { _ = try await gina.publish(junk) }
-        #expect(refusal?.code == .invalidArgument)
-        #expect(try await hugo.history(in: conversation, before: nil, limit: 10).messages.count == 1)
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let conversation = try await harness.createConversation(members: ["gina", "hugo"])
+            let gina = Self.adapter(server, "gina"), hugo = Self.adapter(server, "hugo")
+            let prepared = try await gina.prepare(Self.outgoing("one publish", conversation, "gina"), noSend: true)
+            let receipt = try await gina.publish(prepared)
+            #expect(receipt.remoteID == prepared.remoteID)
+            let time = try #require(receipt.serverTime)
+            let page = try await hugo.history(in: conversation, before: nil, limit: 10)
+            let stored = try #require(page.messages.first { $0.remoteID == prepared.remoteID })
+            #expect(stored.text == "one publish")
+            #expect(abs(stored.sentAt.timeIntervalSince(time)) < 0.000_001)
+            let replay = try await gina.publish(prepared)
+            #expect(replay.remoteID == prepared.remoteID)
+            #expect(replay.serverTime.map { abs($0.timeIntervalSince(time)) < 0.000_001 } == true)
+            let stolen = try await hugo.prepare(OutgoingMessage(id: prepared.id, conversation: conversation, sender: "hugo",
+                                                                text: "same ID", createdAt: Date()), noSend: true)
+            #expect(stolen.remoteID == prepared.remoteID)
+            let conflict = await #expect(throws: SwitchboardError.self) { _ = try await hugo.publish(stolen) }
+            #expect(conflict?.code == .conflict)
+            var junk = prepared
+            junk.payload = Data("not a row".utf8)
+            let refusal = await #expect(throws: SwitchboardError.self) { _ = try await gina.publish(junk) }
+            #expect(refusal?.code == .invalidArgument)
+            #expect(try await hugo.history(in: conversation, before: nil, limit: 10).messages.count == 1)
+        }
     }
 
     /// The filtered live stream (a bridge's wake-up) never carries the reader's own messages, edited ones included,
     /// nor messages of its other conversations; others' messages and everyone's reactions arrive as before.
     @Test("live events skipping own messages: others' messages and all reactions arrive; own rows and other rooms do not")
     func liveEventsSkippingOwnMessages() async throws {
-        let server = try await AdapterTestServer.start()
-        defer { Task { await server.stop() } }
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let me: UserID = "bridge \"two\", (c.d)\\"
-        let room = try await harness.createConversation(members: [me, "dora"])
-        let elsewhere = try await harness.createConversation(members: [me, "dora"])
-        let mine = Self.adapter(server, me), dora = Self.adapter(server, "dora")
-        let filtered = Recorder(mine.liveEventsSkippingOwnMessages(in: room))
-        let everything = Recorder(mine.liveEvents(in: room))
-        defer { filtered.task.cancel(); everything.task.cancel() }
-        try await Self.eventually("both joined") { filtered.connects >= 1 && everything.connects >= 1 }
-        let own = try await Self.send(mine, "own", in: room)
-        let doras = try await Self.send(dora, "dora", in: room)
-        _ = try await Self.send(dora, "dora elsewhere", in: elsewhere)
-        try await mine.edit(own, in: room, text: "own (edited)")
-        try await mine.setReaction("👍", isActive: true, on: doras, in: room)
-        _ = try await Self.send(dora, "dora last", in: room)
-        try await Self.eventually("the last message on both streams") {
-            filtered.messages.contains { $0.text == "dora last" } && everything.messages.contains { $0.text == "dora last" }
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let me: UserID = "bridge \"two\", (c.d)\\"
+            let room = try await harness.createConversation(members: [me, "dora"])
+            let elsewhere = try await harness.createConversation(members: [me, "dora"])
+            let mine = Self.adapter(server, me), dora = Self.adapter(server, "dora")
+            let filtered = Recorder(mine.liveEventsSkippingOwnMessages(in: room))
+            let everything = Recorder(mine.liveEvents(in: room))
+            defer { filtered.task.cancel(); everything.task.cancel() }
+            try await Self.eventually("both joined") { filtered.connects >= 1 && everything.connects >= 1 }
+            let own = try await Self.send(mine, "own", in: room)
+            let doras = try await Self.send(dora, "dora", in: room)
+            _ = try await Self.send(dora, "dora elsewhere", in: elsewhere)
+            try await mine.edit(own, in: room, text: "own (edited)")
+            try await mine.setReaction("👍", isActive: true, on: doras, in: room)
+            _ = try await Self.send(dora, "dora last", in: room)
+            try await Self.eventually("the last message on both streams") {
+                filtered.messages.contains { $0.text == "dora last" } && everything.messages.contains { $0.text == "dora last" }
+            }
+            // The unfiltered stream saw the own message and its edit: the filtered one left exactly those out.
+            #expect(everything.messages.map(\.text) == ["own", "dora", "own (edited)", "dora last"])
+            #expect(filtered.messages.map(\.text) == ["dora", "dora last"])
+            let reactions = filtered.events.withLock { events in
+                events.compactMap { if case .change(.reaction(let reaction)) = $0 { reaction } else { nil } }
+            }
+            #expect(reactions.map(\.user) == [me], "reactions keep the conversation filter")
         }
-        // The unfiltered stream saw the own message and its edit: the filtered one left exactly those out.
-        #expect(everything.messages.map(\.text) == ["own", "dora", "own (edited)", "dora last"])
-        #expect(filtered.messages.map(\.text) == ["dora", "dora last"])
-        let reactions = filtered.events.withLock { events in
-            events.compactMap { if case .change(.reaction(let reaction)) = $0 { reaction } else { nil } }
-        }
-        #expect(reactions.map(\.user) == [me], "reactions keep the conversation filter")
     }
 
     /// The filtered change read leaves out only the reader's own plain messages, pages without gaps, and moves its
     /// cursor past what it left out (also for a user ID that has to be quoted in the filter).
     @Test("messageCount is the server's count of the rows the user may read, deleted ones included, as history lists them")
     func messageCount() async throws {
-        let server = try await AdapterTestServer.start()
-        defer { Task { await server.stop() } }
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let room = try await harness.createConversation(members: ["alice", "bob"])
-        let other = try await harness.createConversation(members: ["alice", "carol"])
-        let alice = Self.adapter(server, "alice"), bob = Self.adapter(server, "bob"), carol = Self.adapter(server, "carol")
-        #expect(try await alice.messageCount(in: room) == 0)
-        var sent: [RemoteID] = []
-        for index in 0..<7 { sent.append(try await Self.send(index % 2 == 0 ? alice : bob, "m\(index)", in: room)) }
-        _ = try await Self.send(carol, "elsewhere", in: other)
-        try await alice.delete(sent[2], in: room)
-        try await bob.setReaction("👍", isActive: true, on: sent[0], in: room)
-        #expect(try await alice.messageCount(in: room) == 7)
-        #expect(try await bob.messageCount(in: room) == 7)
-        #expect(try await alice.allMessages(in: room, pageSize: 3).count == 7)
-        #expect(try await alice.messageCount(in: other) == 1)
-        #expect(try await carol.messageCount(in: room) == 0, "row-level security: carol reads none of the room's rows")
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let room = try await harness.createConversation(members: ["alice", "bob"])
+            let other = try await harness.createConversation(members: ["alice", "carol"])
+            let alice = Self.adapter(server, "alice"), bob = Self.adapter(server, "bob"), carol = Self.adapter(server, "carol")
+            #expect(try await alice.messageCount(in: room) == 0)
+            var sent: [RemoteID] = []
+            for index in 0..<7 { sent.append(try await Self.send(index % 2 == 0 ? alice : bob, "m\(index)", in: room)) }
+            _ = try await Self.send(carol, "elsewhere", in: other)
+            try await alice.delete(sent[2], in: room)
+            try await bob.setReaction("👍", isActive: true, on: sent[0], in: room)
+            #expect(try await alice.messageCount(in: room) == 7)
+            #expect(try await bob.messageCount(in: room) == 7)
+            #expect(try await alice.allMessages(in: room, pageSize: 3).count == 7)
+            #expect(try await alice.messageCount(in: other) == 1)
+            #expect(try await carol.messageCount(in: room) == 0, "row-level security: carol reads none of the room's rows")
+        }
     }
 
     @Test("changes skipping own plain messages: others', own edited and own deleted arrive; the cursor moves past the rest")
     func changesSkippingOwnPlainMessages() async throws {
-        let server = try await AdapterTestServer.start()
-        defer { Task { await server.stop() } }
-        let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
-        let me: UserID = "bridge \"one\", (a.b)\\"
-        let conversation = try await harness.createConversation(members: [me, "dora"])
-        let mine = Self.adapter(server, me), dora = Self.adapter(server, "dora")
-        var expected: [String] = []
-        var editedTarget: RemoteID?, deletedTarget: RemoteID?
-        for index in 0..<12 {
-            let own = try await Self.send(mine, "own \(index)", in: conversation)
-            if index == 3 { editedTarget = own }
-            if index == 7 { deletedTarget = own }
-            _ = try await Self.send(dora, "dora \(index)", in: conversation)
-            expected.append("dora \(index)")
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let me: UserID = "bridge \"one\", (a.b)\\"
+            let conversation = try await harness.createConversation(members: [me, "dora"])
+            let mine = Self.adapter(server, me), dora = Self.adapter(server, "dora")
+            var expected: [String] = []
+            var editedTarget: RemoteID?, deletedTarget: RemoteID?
+            for index in 0..<12 {
+                let own = try await Self.send(mine, "own \(index)", in: conversation)
+                if index == 3 { editedTarget = own }
+                if index == 7 { deletedTarget = own }
+                _ = try await Self.send(dora, "dora \(index)", in: conversation)
+                expected.append("dora \(index)")
+            }
+            try await mine.edit(try #require(editedTarget), in: conversation, text: "own 3 (edited)")
+            try await mine.delete(try #require(deletedTarget), in: conversation)
+            for index in 0..<3 { _ = try await Self.send(mine, "own tail \(index)", in: conversation) }
+            // Pages of 5: every change but the own plain messages, in version order, without gaps or repeats.
+            var cursor: Cursor?
+            var messages: [RemoteMessage] = []
+            var pages = 0
+            while true {
+                let batch = try await mine.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: 5)
+                pages += 1
+                messages += batch.changes.compactMap { if case .message(let message) = $0 { message } else { nil } }
+                cursor = batch.cursor
+                if !batch.hasMore { break }
+                #expect(pages < 20)
+            }
+            #expect(messages.filter { $0.sender == "dora" }.map(\.text) == expected)
+            let own = messages.filter { $0.sender == me }
+            #expect(own.count == 2, "only the edited and the deleted own message: \(own.map(\.text))")
+            #expect(own.contains { $0.remoteID == editedTarget && $0.text == "own 3 (edited)" })
+            #expect(own.contains { $0.remoteID == deletedTarget && $0.deletedAt != nil })
+            // The messages cursor stands at the newest version, past the own messages left out, so the next read is empty.
+            let newest = try await mine.latestCursor(in: conversation)
+            #expect(cursor?.rawValue.split(separator: ",").first == newest?.rawValue.split(separator: ",").first)
+            let again = try await mine.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: 5)
+            #expect(again.changes.isEmpty && !again.hasMore)
+            // The unfiltered read sees everything: 24 sends and 3 more, the edit and the delete as updated rows.
+            var all = 0
+            var plain: Cursor?
+            while true {
+                let batch = try await mine.changes(in: conversation, after: plain, limit: 50)
+                all += batch.changes.count
+                plain = batch.cursor
+                if !batch.hasMore { break }
+            }
+            #expect(all == 27)
         }
-        try await mine.edit(try #require(editedTarget), in: conversation, text: "own 3 (edited)")
-        try await mine.delete(try #require(deletedTarget), in: conversation)
-        for index in 0..<3 { _ = try await Self.send(mine, "own tail \(index)", in: conversation) }
-        // Pages of 5: every change but the own plain messages, in version order, without gaps or repeats.
-        var cursor: Cursor?
-        var messages: [RemoteMessage] = []
-        var pages = 0
-        while true {
-            let batch = try await mine.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: 5)
-            pages += 1
-            messages += batch.changes.compactMap { if case .message(let message) = $0 { message } else { nil } }
-            cursor = batch.cursor
-            if !batch.hasMore { break }
-            #expect(pages < 20)
-        }
-        #expect(messages.filter { $0.sender == "dora" }.map(\.text) == expected)
-        let own = messages.filter { $0.sender == me }
-        #expect(own.count == 2, "only the edited and the deleted own message: \(own.map(\.text))")
-        #expect(own.contains { $0.remoteID == editedTarget && $0.text == "own 3 (edited)" })
-        #expect(own.contains { $0.remoteID == deletedTarget && $0.deletedAt != nil })
-        // The messages cursor stands at the newest version, past the own messages left out, so the next read is empty.
-        let newest = try await mine.latestCursor(in: conversation)
-        #expect(cursor?.rawValue.split(separator: ",").first == newest?.rawValue.split(separator: ",").first)
-        let again = try await mine.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: 5)
-        #expect(again.changes.isEmpty && !again.hasMore)
-        // The unfiltered read sees everything: 24 sends and 3 more, the edit and the delete as updated rows.
-        var all = 0
-        var plain: Cursor?
-        while true {
-            let batch = try await mine.changes(in: conversation, after: plain, limit: 50)
-            all += batch.changes.count
-            plain = batch.cursor
-            if !batch.hasMore { break }
-        }
-        #expect(all == 27)
     }
 
     @Test("delta sync keeps a cursor per table: a message committed between the reads of two tables is not passed over")

@@ -8,9 +8,9 @@ import Testing
 struct SupabaseConformanceTests {
     @Test("every standard scenario passes against the Supabase-like server; none is skipped")
     func fullKit() async throws {
-        let server = try await AdapterTestServer.start()
-        let report = await ConformanceKit().run(SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret))
-        await server.stop()
+        let report = try await AdapterTestServer.run { server in
+            await ConformanceKit().run(SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret))
+        }
         for result in report.scenarios where result.status != .passed {
             Issue.record("\(result.name): \(result.status.rawValue) — \(result.detail)")
         }

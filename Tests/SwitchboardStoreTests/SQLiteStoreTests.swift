@@ -270,6 +270,7 @@ struct SQLiteStoreTests {
     @Test("Reads do not make SQLite compile the cached statements again (no PRAGMA expiring them per read)")
     func readsKeepCompiledStatements() throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let store = try SQLiteStore(path: directory.path("store.sqlite"))
         defer { store.close() }
         let before = try store.statementReprepares()
