@@ -16,6 +16,7 @@ struct XMTPKillTests {
     func killBetweenPrepareAndPublish() async throws {
         let node = try await TestNode.start()
         let group = try await TestGroup.make(on: node)
+        defer { group.cleanUp() }
         let executable = try SwitchboardExecutable.locate().path
         let database = group.databasePath("child-alice")
         let common = ["xmtp", "send", "--url", node.baseURL.absoluteString, "--inbox", group.alice.rawValue,
