@@ -144,6 +144,7 @@ let package = Package(
                     path: "Tests/SocketIOAdapterTests"),
         .testTarget(name: "SwitchboardBenchTests", dependencies: ["SwitchboardBench", "SwitchboardCore"],
                     path: "Tests/SwitchboardBenchTests"),
+        .testTarget(name: "CommandLineTests", dependencies: ["TestSupport"], path: "Tests/CommandLineTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -180,17 +180,66 @@ enum CommandLineTool {
     Exit status: 0 on success, 1 on failure, 2 on a usage error.
     """
 
+    /// The help for the command named by `words` (e.g. `["serve", "xmtp"]`, or `["serve"]` for every `serve`
+    /// command; a placeholder such as `SCENARIO` matches any word): its sections of `usage` under a usage line,
+    /// or nil when no command matches (the caller then reports the unknown command).
+    static func help(for words: [String]) -> String? {
+        if words.starts(with: ["xmtp", "attachment"]) { return XMTPAttachmentCommand.usage }
+        if words.starts(with: ["xmtp", "codec"]) || words.starts(with: ["xmtp", "message-id"]) {
+            if let detailed = sections(of: XMTPCodecCommand.usage, for: words) { return detailed }
+        }
+        return sections(of: usage, for: words)
+    }
+
+    /// The sections of a help `text` whose command matches `words`, under a usage line; nil when none does.
+    private static func sections(of text: String, for words: [String]) -> String? {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        func headerWords(_ line: String) -> [Substring]? {
+            guard line.hasPrefix("  "), let first = line.dropFirst(2).first, first != " " else { return nil }
+            let name = line.dropFirst(2).components(separatedBy: "   ").first ?? ""
+            return name.split(separator: " ")
+        }
+        var sections: [String] = []
+        var index = 0
+        while index < lines.count {
+            guard let header = headerWords(lines[index]), !words.isEmpty, header.count >= words.count,
+                  zip(header, words).allSatisfy({ $0 == $1 || ($0.allSatisfy(\.isUppercase) && $0.first != "-") }) else {
+                index += 1
+                continue
+            }
+            var end = index + 1
+            while end < lines.count, headerWords(lines[end]) == nil, !lines[end].hasPrefix("Exit status") { end += 1 }
+            var section = lines[index..<end]
+            while section.last?.allSatisfy(\.isWhitespace) == true { section.removeLast() }
+            sections.append(section.joined(separator: "\n"))
+            index = end
+        }
+        guard !sections.isEmpty else { return nil }
+        return "USAGE\n  switchboard \(words.joined(separator: " ")) [options]\n\n" + sections.joined(separator: "\n\n")
+            + "\n\nRun 'switchboard --help' for every command."
+    }
+
+    /// Runs the command `arguments` name (`<command> --help` prints that command's help); returns the exit status.
     static func run(_ arguments: [String]) async -> Int32 {
         guard let command = arguments.first else {
             print(usage)
             return 2
         }
         let rest = Array(arguments.dropFirst())
+        if command == "help" || rest.contains("--help") || rest.contains("-h") {
+            let words = (command == "help" ? rest : [command] + rest.prefix { !$0.hasPrefix("-") }).filter { !$0.hasPrefix("-") }
+            if let text = words.isEmpty ? usage : help(for: words) {
+                print(text)
+                return 0
+            }
+        }
         do {
             switch command {
-            case "help", "--help", "-h":
+            case "--help", "-h":
                 print(usage)
                 return 0
+            case "help":
+                throw UsageError("no command '\(rest.joined(separator: " "))'")
             case "demo":
                 return try await DemoCommand.run(rest)
             case "conformance":

@@ -3,7 +3,7 @@ import XMTPCodec
 
 /// `switchboard xmtp codec encode|decode` and `switchboard xmtp message-id`: libxmtp-compatible content codecs.
 enum XMTPCodecCommand {
-    /// Help text for the lead to add to `CommandLineTool.usage`.
+    /// The detailed help of these commands (`switchboard xmtp codec --help`); `CommandLineTool.usage` has a summary.
     static let usage = """
       xmtp codec encode         Encode content as libxmtp does; prints the EncodedContent protobuf as hex.
           --type T                text | reply | reaction (2.0) | reaction:1.0 (legacy JSON) | readReceipt |
