@@ -7,7 +7,7 @@ enum BenchCommand {
     static func run(_ arguments: [String]) async throws -> Int32 {
         if arguments.first == "memory-probe" { return try await probe(Array(arguments.dropFirst())) }
         let parsed = try Arguments(arguments, booleanFlags: ["quick"])
-        try parsed.check(allowed: ["quick", "format", "runs"])
+        try parsed.check(allowed: ["quick", "format", "runs"], positionals: true)
         guard parsed.positional.count == 1, let name = parsed.positional.first else {
             throw UsageError("bench needs one scenario: \(BenchScenario.allCases.map(\.rawValue).joined(separator: " | ")) | all")
         }

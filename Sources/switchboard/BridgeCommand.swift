@@ -46,7 +46,6 @@ enum BridgeCommand {
     static func run(_ arguments: [String]) async throws -> Int32 {
         let options = try Arguments(arguments, booleanFlags: ["catch-up-only", "verbose"])
         try options.check(allowed: ["config", "catch-up-only", "verbose"])
-        guard options.positional.isEmpty else { throw UsageError("unexpected argument '\(options.positional[0])'") }
         guard let path = options.value("config"), !path.isEmpty else { throw UsageError("bridge needs --config FILE") }
         let config: BridgeConfigFile
         do {

@@ -33,11 +33,13 @@ struct Arguments {
     func all(_ name: String) -> [String] { values[name] ?? [] }
     func has(_ name: String) -> Bool { flags.contains(name) }
 
-    /// Rejects options the command does not know.
-    func check(allowed: Set<String>) throws {
+    /// Rejects options the command does not know, and arguments that are not options unless `positionals` is set
+    /// (the command then checks them itself).
+    func check(allowed: Set<String>, positionals: Bool = false) throws {
         for name in Set(values.keys).union(flags) where !allowed.contains(name) {
             throw UsageError("unknown option --\(name)")
         }
+        if !positionals, let stray = positional.first { throw UsageError("unexpected argument '\(stray)'") }
     }
 }
 

@@ -28,7 +28,7 @@ enum ServeCommand {
 
     private static func serveSupabase(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "jwt-secret", "database-url", "sql", "verbose",
-                                    "max-object-size"])
+                                    "max-object-size"], positionals: true)
         // `--sql FILE ...`: further .sql files may follow the first one without repeating the flag.
         let extraSQL = options.all("sql").isEmpty ? [] : options.positional.filter { $0.hasSuffix(".sql") }
         if let stray = options.positional.first(where: { !extraSQL.contains($0) }) {

@@ -7,9 +7,6 @@ enum ServeSocketIOCommand {
     /// Parses the options, starts the server, prints the one `listening on` line and waits for a signal.
     static func run(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "page-size", "edit-window", "delete-window", "verbose"])
-        guard options.positional.isEmpty else {
-            throw UsageError("unexpected argument '\(options.positional[0])'")
-        }
         guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
             throw UsageError("--data-dir DIR is required (the SQLite database and uploads live there)")
         }

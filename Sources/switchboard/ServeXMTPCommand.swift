@@ -6,9 +6,6 @@ enum ServeXMTPCommand {
     /// Parses the options, starts the node, prints the one `listening on` line and waits for a signal.
     static func run(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "database-url", "verbose"])
-        guard options.positional.isEmpty else {
-            throw UsageError("unexpected argument '\(options.positional[0])'")
-        }
         guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
             throw UsageError("--data-dir DIR is required (the SQLite database and uploads live there)")
         }

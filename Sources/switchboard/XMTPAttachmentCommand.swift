@@ -54,7 +54,6 @@ enum XMTPAttachmentCommand {
     private static func encrypt(_ arguments: [String]) throws -> Int32 {
         let args = try Arguments(arguments, booleanFlags: [])
         try args.check(allowed: ["in", "filename", "mime", "out"])
-        guard args.positional.isEmpty else { throw UsageError("unexpected argument '\(args.positional[0])'") }
         guard let input = args.value("in") else { throw UsageError("encrypt needs --in FILE") }
         guard let output = args.value("out") else { throw UsageError("encrypt needs --out CIPHERTEXT") }
         let filename = args.value("filename") ?? URL(fileURLWithPath: input).lastPathComponent
@@ -84,7 +83,6 @@ enum XMTPAttachmentCommand {
     private static func decrypt(_ arguments: [String]) throws -> Int32 {
         let args = try Arguments(arguments, booleanFlags: [])
         try args.check(allowed: ["in", "params", "out"])
-        guard args.positional.isEmpty else { throw UsageError("unexpected argument '\(args.positional[0])'") }
         guard let input = args.value("in") else { throw UsageError("decrypt needs --in CIPHERTEXT") }
         guard let paramsArgument = args.value("params") else { throw UsageError("decrypt needs --params JSON|FILE") }
         guard let output = args.value("out") else { throw UsageError("decrypt needs --out FILE") }

@@ -28,7 +28,6 @@ enum XMTPCodecCommand {
     static func codec(_ arguments: [String]) throws -> Int32 {
         guard let sub = arguments.first else { throw UsageError("xmtp codec needs a subcommand: encode, decode") }
         let parsed = try Arguments(Array(arguments.dropFirst()), booleanFlags: [])
-        guard parsed.positional.isEmpty else { throw UsageError("unexpected argument '\(parsed.positional[0])'") }
         switch sub {
         case "encode":
             try parsed.check(allowed: ["type", "json"])
@@ -58,7 +57,6 @@ enum XMTPCodecCommand {
     /// Prints the message ID for a group, key and content.
     static func messageID(_ arguments: [String]) throws -> Int32 {
         let parsed = try Arguments(arguments, booleanFlags: [])
-        guard parsed.positional.isEmpty else { throw UsageError("unexpected argument '\(parsed.positional[0])'") }
         try parsed.check(allowed: ["group", "key", "content-hex"])
         let group = try hexArgument(parsed, "group")
         guard let key = parsed.value("key") else { throw UsageError("xmtp message-id needs --key") }

@@ -58,4 +58,13 @@ struct CommandHelpTests {
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("--data-dir needs a value"))
     }
+
+    @Test("a stray argument is a usage error naming it, never ignored (conformance -h used to run the whole kit)",
+          arguments: [["conformance", "memory"], ["demo", "now"], ["burst", "--count", "1", "x"], ["migrate", "all"],
+                      ["xmtp", "send", "hello"], ["serve", "xmtp", "--port", "0", "extra"], ["bridge", "cfg.json"]])
+    func strayArguments(arguments: [String]) async throws {
+        let result = try await Self.run(arguments)
+        #expect(result.status == 2, "\(arguments): \(result.stdout)")
+        #expect(result.stderr.contains("unexpected argument '\(arguments.last!)'"), "\(arguments): \(result.stderr)")
+    }
 }
