@@ -273,7 +273,7 @@ struct BridgeTests {
             _ = try await send(pair.alice, "live \(index)", in: "room-left")
             _ = try await send(pair.bob, "reply \(index)", in: "room-right")
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         var counts = (0, 0)
         while ContinuousClock.now < deadline {
             counts = (try await pair.messages(pair.left, "room-left", as: "alice").count,
@@ -289,7 +289,7 @@ struct BridgeTests {
                 if case .typing(_, "bridge", true) = event { seen.set(); return }
             }
         }
-        let typingDeadline = ContinuousClock.now + .seconds(10)
+        let typingDeadline = ContinuousClock.now + .seconds(30)
         while !seen.value, ContinuousClock.now < typingDeadline {
             try await pair.alice.sendTyping(true, in: "room-left")
             try await Task.sleep(for: .milliseconds(100))
@@ -375,7 +375,7 @@ struct BridgeTests {
     }
 
     /// The next batch's publish starts as soon as the previous one's returned, before the previous batch is
-    /// recorded: the observer hearing the first batch's copies waits (up to 2 s) for the second publish to begin,
+    /// recorded: the observer hearing the first batch's copies waits (up to 5 s) for the second publish to begin,
     /// which never happens while the record comes first. The wait holds one of the cooperative threads, and on a
     /// loaded 2-core machine another test may hold the other for a while (the second publish then cannot start):
     /// up to three attempts, each on a fresh pair; an order that records first fails all three.
@@ -392,7 +392,7 @@ struct BridgeTests {
             let stats = try await bridge.catchUp(.aToB) { outcome in
                 guard case .copied = outcome, !waited.value else { return }
                 waited.set()
-                let deadline = ContinuousClock.now + .seconds(2)
+                let deadline = ContinuousClock.now + .seconds(5)
                 while ContinuousClock.now < deadline {
                     if target.events.filter({ $0.hasPrefix("publishAll begin") }).count >= 2 {
                         overlapped.set()

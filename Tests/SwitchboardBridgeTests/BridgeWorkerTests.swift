@@ -34,9 +34,9 @@ struct BridgeWorkerTests {
         _ = try await adapter.publish(prepared)
     }
 
-    /// Waits until `condition` holds (up to 10 s); returns whether it did.
+    /// Waits until `condition` holds (up to 30 s); returns whether it did.
     private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(50))
