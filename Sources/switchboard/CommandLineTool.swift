@@ -262,7 +262,9 @@ enum CommandLineTool {
                 throw UsageError("unknown command '\(command)'")
             }
         } catch let error as UsageError {
-            FileHandle.standardError.write(Data("switchboard: \(error.description)\nRun 'switchboard --help' for usage.\n".utf8))
+            let known = !command.hasPrefix("-") && command != "help" && help(for: [command]) != nil
+            let hint = known ? "switchboard \(command) --help" : "switchboard --help"
+            FileHandle.standardError.write(Data("switchboard: \(error.description)\nRun '\(hint)' for usage.\n".utf8))
             return 2
         } catch {
             FileHandle.standardError.write(Data("switchboard: \(error)\n".utf8))

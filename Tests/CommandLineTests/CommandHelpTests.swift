@@ -57,6 +57,8 @@ struct CommandHelpTests {
         let missing = try await Self.run(["demo", "--data-dir"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("--data-dir needs a value"))
+        #expect(missing.stderr.contains("Run 'switchboard demo --help' for usage."), "\(missing.stderr)")
+        #expect(unknown.stderr.contains("Run 'switchboard --help' for usage."), "\(unknown.stderr)")
     }
 
     @Test("a stray argument is a usage error naming it, never ignored (conformance -h used to run the whole kit)",
