@@ -92,6 +92,44 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         #expect(try pgParse([("not.and", "(a.eq.1)")]).conditions == [.group(.and, negated: true, [.filter(.init(column: "a", operation: .eq("1")))])])
     }
 
+    @Test("select renames (alias:column) and casts (column::type) as PostgREST does; '*' mixes with both")
+    func selectAliasesAndCasts() throws {
+        #expect(try pgParse([("select", "text:body, at:created_at::text,id::bigint")]).select == [
+            PostgRESTSelectItem(column: "body", alias: "text"),
+            PostgRESTSelectItem(column: "created_at", alias: "at", cast: "text"),
+            PostgRESTSelectItem(column: "id", cast: "bigint"),
+        ])
+        #expect(try pgParse([("select", "*,text:body")]).select == ["*", PostgRESTSelectItem(column: "body", alias: "text")])
+        #expect(try pgParse([("select", "tags::text[],at::timestamp with time zone")]).select == [
+            PostgRESTSelectItem(column: "tags", cast: "text[]"),
+            PostgRESTSelectItem(column: "at", cast: "timestamp with time zone"),
+        ])
+        #expect(try pgParse([("select", "a,b")]).referencedColumns == ["a", "b"])
+        #expect(try pgParse([("select", "*,x:b::text")]).referencedColumns == ["b"])
+    }
+
+    @Test("the containment, regex, distinctness and full-text operators parse, at the top and inside logic trees")
+    func moreOperators() throws {
+        #expect(try pgFilter("tags", "cs.{a,b}").operation == .contains("{a,b}"))
+        #expect(try pgFilter("meta", #"cd.{"k":1}"#).operation == .containedBy(#"{"k":1}"#))
+        #expect(try pgFilter("tags", "ov.{a}").operation == .overlaps("{a}"))
+        #expect(try pgFilter("body", "match.^a.*$").operation == .match("^a.*$"))
+        #expect(try pgFilter("body", "imatch.^A").operation == .imatch("^A"))
+        #expect(try pgFilter("body", "isdistinct.x").operation == .isDistinct("x"))
+        #expect(try pgFilter("body", "fts.cat & dog").operation == .fullText(.fts, configuration: nil, query: "cat & dog"))
+        #expect(try pgFilter("body", "not.wfts(english).\"fat cat\" -rat")
+            == PostgRESTFilter(column: "body", negated: true,
+                               operation: .fullText(.wfts, configuration: "english", query: "\"fat cat\" -rat")))
+        #expect(try pgFilter("body", "plfts(simple).a b").operation == .fullText(.plfts, configuration: "simple", query: "a b"))
+        #expect(try pgFilter("body", "phfts.a b").operation == .fullText(.phfts, configuration: nil, query: "a b"))
+        let tree = try pgParse([("or", #"(meta.cs.{"kind":"note","n":[1,2]},tags.ov.{a,b},body.fts(english).cat)"#)])
+        #expect(tree.conditions == [.group(.or, negated: false, [
+            .filter(PostgRESTFilter(column: "meta", operation: .contains(#"{"kind":"note","n":[1,2]}"#))),
+            .filter(PostgRESTFilter(column: "tags", operation: .overlaps("{a,b}"))),
+            .filter(PostgRESTFilter(column: "body", operation: .fullText(.fts, configuration: "english", query: "cat"))),
+        ])])
+    }
+
     @Test func selectAndOrder() throws {
         #expect(try pgParse([("select", "id, name")]).select == ["id", "name"])
         #expect(try pgParse([("select", "*")]).select == nil)
@@ -155,7 +193,11 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         ("id", "is.maybe"), ("id", "in.(1,2)x"),
         ("limit", "abc"), ("limit", "-1"), ("offset", "1.5"),
         ("order", "a.up"), ("order", "a.desc.asc"), ("order", ""), ("order", "a,"),
-        ("select", "id,author(name)"), ("select", "a,"), ("select", "x:id"), ("on_conflict", "a,,b"),
+        ("select", "id,author(name)"), ("select", "a,"), ("select", "x:"), ("select", ":id"), ("select", "a:b:c"),
+        ("select", "id::"), ("select", "id::text from t"), ("select", "id::text;select"), ("select", "id::int)"),
+        ("select", "id::1int"), ("select", "*::text"), ("select", "all:*"), ("select", "meta->a"),
+        ("id", "fts(english.cat"), ("id", "fts().cat"), ("id", "xfts(english).cat"), ("or", "(a.cs.{1,2)"),
+        ("on_conflict", "a,,b"),
     ])
     func parseErrors(key: String, value: String) {
         let e = pgError { _ = try pgParse([(key, value)]) }

@@ -10,6 +10,8 @@ import Testing
         .init(name: "meta", type: "jsonb"),
         .init(name: "sent", type: "boolean"),
         .init(name: "we\"ird", type: "text"),
+        .init(name: "tags", type: "text[]"),
+        .init(name: "doc", type: "tsvector"),
     ]))
     let base = "SELECT coalesce(json_agg(_pgrst_t), '[]')::text AS body, "
 
@@ -34,6 +36,18 @@ import Testing
         #expect(r.parameters == ["42", "%hi%", "15", "30"])
     }
 
+    @Test("a renamed or cast column is selected AS its key; the cast's type name is checked again when building")
+    func aliasesAndCasts() throws {
+        let r = try builder.select(q([("select", "*,text:body,at:id::text,tags::text[]")]))
+        #expect(r.sql == base + "NULL::bigint AS total FROM (SELECT *, \"body\" AS \"text\", \"id\"::text AS \"at\", "
+            + "\"tags\"::text[] AS \"tags\" FROM \"public\".\"messages\") _pgrst_t")
+        var forged = try q([])
+        forged.select = [PostgRESTSelectItem(column: "body", cast: "text FROM pg_authid --")]
+        #expect(pgError { _ = try builder.select(forged) }?.code == "PGRST100")
+        let unknown = pgError { _ = try builder.select(q([("select", "nope:missing::text")])) }
+        #expect(unknown?.code == "42703")
+    }
+
     @Test func everyOperator() throws {
         let cases: [(String, String, String, [String?])] = [
             ("room_id", "eq.1", "\"room_id\" = $1::integer", ["1"]),
@@ -52,6 +66,17 @@ import Testing
             ("sent", "is.false", "\"sent\" IS FALSE", []),
             ("sent", "is.unknown", "\"sent\" IS UNKNOWN", []),
             ("body", "is.not_null", "\"body\" IS NOT NULL", []),
+            ("body", "isdistinct.a", "\"body\" IS DISTINCT FROM $1::text", ["a"]),
+            ("body", "match.^a", "\"body\" ~ $1::text", ["^a"]),
+            ("body", "imatch.^a", "\"body\" ~* $1::text", ["^a"]),
+            ("meta", #"cs.{"k":1}"#, "\"meta\" @> $1::jsonb", [#"{"k":1}"#]),
+            ("meta", #"cd.{"k":1}"#, "\"meta\" <@ $1::jsonb", [#"{"k":1}"#]),
+            ("tags", "ov.{a,b}", "\"tags\" && $1::text[]", ["{a,b}"]),
+            ("body", "fts.cat", "to_tsvector(\"body\") @@ to_tsquery($1::text)", ["cat"]),
+            ("body", "wfts(english).cat", "to_tsvector($1::regconfig, \"body\") @@ websearch_to_tsquery($2::regconfig, $3::text)",
+             ["english", "english", "cat"]),
+            ("body", "plfts.a b", "to_tsvector(\"body\") @@ plainto_tsquery($1::text)", ["a b"]),
+            ("doc", "phfts(simple).a b", "\"doc\" @@ phraseto_tsquery($1::regconfig, $2::text)", ["simple", "a b"]),
         ]
         for (column, value, expected, params) in cases {
             let r = try builder.delete(q([(column, value)]))

@@ -39,11 +39,19 @@ struct PostgRESTCursor {
         throw PostgRESTError.parse(failure.message, details: "unterminated quoted value")
     }
 
-    /// Reads a value: quoted, or raw text up to one of `stops` (reserved characters rejected inside).
+    /// Reads a value: quoted, or raw text up to one of `stops` (reserved characters rejected inside); a `{...}`
+    /// part (an array or JSON literal, as in `tags.cs.{a,b}`) is read whole, stops included.
     mutating func value(stops: Set<Character>, failure: PostgRESTError) throws -> String {
         if current == "\"" { return try quoted(failure: failure) }
         var out = ""
-        while let c = current, !stops.contains(c) {
+        var depth = 0
+        while let c = current, depth > 0 || !stops.contains(c) {
+            if c == "{" { depth += 1 } else if c == "}", depth > 0 { depth -= 1 }
+            if depth > 0 {
+                out.append(c)
+                index += 1
+                continue
+            }
             if c == "(" || c == "\"" {
                 throw PostgRESTError.parse(failure.message, details: "unexpected '\(c)'; quote values containing reserved characters")
             }

@@ -22,6 +22,43 @@ public struct PostgRESTFilter: Sendable, Equatable {
         case `in`([String])
         /// `is.null|not_null|true|false|unknown`.
         case `is`(IsValue)
+        /// `isdistinct` — `IS DISTINCT FROM` (equality where NULL is a value).
+        case isDistinct(String)
+        /// `match` — POSIX regular expression (`~`).
+        case match(String)
+        /// `imatch` — case-insensitive POSIX regular expression (`~*`).
+        case imatch(String)
+        /// `cs` — contains (`@>`): an array literal such as `{a,b}`, a jsonb value, a range.
+        case contains(String)
+        /// `cd` — is contained by (`<@`).
+        case containedBy(String)
+        /// `ov` — overlaps (`&&`), for arrays and ranges.
+        case overlaps(String)
+        /// `fts`, `plfts`, `phfts`, `wfts` — full-text search, with an optional text search configuration
+        /// (`fts(english).cat`).
+        case fullText(FullTextSearch, configuration: String?, query: String)
+    }
+
+    /// The full-text operators and the PostgreSQL function each turns its query into a `tsquery` with.
+    public enum FullTextSearch: String, Sendable, Equatable, CaseIterable {
+        /// `fts` — `to_tsquery` (operators `&`, `|`, `!` in the query).
+        case fts
+        /// `plfts` — `plainto_tsquery` (plain words, all required).
+        case plfts
+        /// `phfts` — `phraseto_tsquery` (the words as a phrase).
+        case phfts
+        /// `wfts` — `websearch_to_tsquery` (web-search syntax: quotes, `or`, `-`).
+        case wfts
+
+        /// The PostgreSQL function that parses the query.
+        public var function: String {
+            switch self {
+            case .fts: "to_tsquery"
+            case .plfts: "plainto_tsquery"
+            case .phfts: "phraseto_tsquery"
+            case .wfts: "websearch_to_tsquery"
+            }
+        }
     }
 
     /// Operand of the `is` operator.
@@ -94,9 +131,29 @@ public struct PostgRESTFilter: Sendable, Equatable {
                 throw PostgRESTError.parse(failure.message, details: "'is' expects null, not_null, true, false or unknown")
             }
             return .is(v)
+        case "isdistinct": return .isDistinct(operand)
+        case "match": return .match(operand)
+        case "imatch": return .imatch(operand)
+        case "cs": return .contains(operand)
+        case "cd": return .containedBy(operand)
+        case "ov": return .overlaps(operand)
         default:
+            if let (search, configuration) = try fullTextOperator(name, failure: failure) {
+                return .fullText(search, configuration: configuration, query: operand)
+            }
             throw PostgRESTError.parse(failure.message, details: "unknown operator '\(name)'")
         }
+    }
+
+    /// Reads `fts`, `plfts`, `phfts` or `wfts`, optionally with a configuration: `wfts(english)`; nil for other names.
+    private static func fullTextOperator(_ name: String, failure: PostgRESTError) throws -> (FullTextSearch, String?)? {
+        guard let open = name.firstIndex(of: "(") else { return FullTextSearch(rawValue: name).map { ($0, nil) } }
+        guard let search = FullTextSearch(rawValue: String(name[..<open])) else { return nil }
+        let configuration = name[name.index(after: open)...]
+        guard configuration.hasSuffix(")"), configuration.count > 1 else {
+            throw PostgRESTError.parse(failure.message, details: "expected '\(search.rawValue)(configuration)'")
+        }
+        return (search, String(configuration.dropLast()))
     }
 }
 

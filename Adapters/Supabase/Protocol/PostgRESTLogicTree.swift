@@ -62,6 +62,15 @@ public indirect enum PostgRESTLogicTree: Sendable, Equatable {
         let filterNegated = cursor.consume(prefix: "not.")
         var name = ""
         while let c = cursor.current, c != "." {
+            if c == "(", !name.isEmpty {  // a full-text operator's configuration: `fts(english)`
+                while let inner = cursor.current, inner != ")" {
+                    name.append(inner)
+                    cursor.index += 1
+                }
+                guard cursor.consume(")") else { throw PostgRESTError.parse(failure.message, details: "missing ')'") }
+                name.append(")")
+                continue
+            }
             guard !",()\"".contains(c) else {
                 throw PostgRESTError.parse(failure.message, details: "expected '.' after operator")
             }

@@ -2,8 +2,8 @@
 public struct PostgRESTQuery: Sendable, Equatable {
     /// Target table (from the `/rest/v1/<table>` path).
     public var table: String
-    /// Selected columns, nil for `*`.
-    public var select: [String]?
+    /// Selected columns (renamed and cast as asked), nil for `*`.
+    public var select: [PostgRESTSelectItem]?
     /// Top-level conditions, combined with AND (each query item is one tree).
     public var conditions: [PostgRESTLogicTree]
     /// Ordering terms, in priority order.
@@ -20,7 +20,7 @@ public struct PostgRESTQuery: Sendable, Equatable {
     public var preferences: PostgRESTPreferences
 
     /// Creates a query directly.
-    public init(table: String, select: [String]? = nil, conditions: [PostgRESTLogicTree] = [],
+    public init(table: String, select: [PostgRESTSelectItem]? = nil, conditions: [PostgRESTLogicTree] = [],
                 order: [PostgRESTOrder] = [], limit: Int? = nil, offset: Int = 0, onConflict: [String]? = nil,
                 insertColumns: [String]? = nil, preferences: PostgRESTPreferences = PostgRESTPreferences()) {
         self.table = table
@@ -81,24 +81,24 @@ public struct PostgRESTQuery: Sendable, Equatable {
 
     /// Every column the query's filters and ordering mention.
     public var referencedColumns: [String] {
-        (select ?? []) + conditions.flatMap(\.columns) + order.map(\.column) + (onConflict ?? []) + (insertColumns ?? [])
+        (select ?? []).compactMap { $0.column == "*" ? nil : $0.column } + conditions.flatMap(\.columns) + order.map(\.column) + (onConflict ?? []) + (insertColumns ?? [])
     }
 
-    private static func parseSelect(_ value: String) throws -> [String]? {
+    private static func parseSelect(_ value: String) throws -> [PostgRESTSelectItem]? {
         let failure = "failed to parse select parameter (\(value))"
-        var columns: [String] = []
+        var items: [PostgRESTSelectItem] = []
         for raw in value.split(separator: ",", omittingEmptySubsequences: false) {
-            let item = raw.trimmingSpaces()
-            if item.contains("(") || item.contains(")") || item.contains("!") {
+            let text = raw.trimmingSpaces()
+            if text.contains("(") || text.contains(")") || text.contains("!") {
                 throw PostgRESTError.parse(failure, details: "resource embedding is not supported by this server")
             }
-            if item == "*" { return nil }
-            guard !item.isEmpty, !item.contains(":"), !item.contains("->"), !item.contains("\"") else {
-                throw PostgRESTError.parse(failure, details: "only plain column names and '*' are supported")
+            guard !text.isEmpty, !text.contains("->"), !text.contains("\"") else {
+                throw PostgRESTError.parse(failure, details: "JSON paths and quoted names are not supported: "
+                                               + "plain columns, 'alias:column', 'column::type' and '*'")
             }
-            columns.append(item)
+            items.append(try PostgRESTSelectItem.parse(text, failure: failure))
         }
-        return columns
+        return items.count == 1 && items[0] == "*" ? nil : items
     }
 
     /// Parses `a,b` or `"a","b"` (postgrest-js/py quote `columns=`; `\"` and `\\` escapes inside quotes).

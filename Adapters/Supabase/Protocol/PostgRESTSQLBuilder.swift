@@ -161,13 +161,27 @@ public struct PostgRESTSQLBuilder: Sendable {
         Self.quoteIdentifier(table.schema) + "." + Self.quoteIdentifier(table.name)
     }
 
+    /// The select list: `*`, or each column quoted, cast (`::type`, a checked type name) and renamed as asked.
     private func projection(_ query: PostgRESTQuery) -> String {
-        query.select.map { $0.map(Self.quoteIdentifier).joined(separator: ", ") } ?? "*"
+        guard let items = query.select else { return "*" }
+        return items.map { item in
+            guard item.column != "*" else { return "*" }
+            var sql = Self.quoteIdentifier(item.column)
+            if let cast = item.cast { sql += "::" + cast }
+            if item.alias != nil || item.cast != nil { sql += " AS " + Self.quoteIdentifier(item.alias ?? item.column) }
+            return sql
+        }.joined(separator: ", ")
     }
 
     private func validate(_ query: PostgRESTQuery) throws {
         for column in query.referencedColumns where table.column(named: column) == nil {
             throw PostgRESTError.undefinedColumn(table: table.name, column: column)
+        }
+        // A cast's type name goes into the statement as it is: checked here too, whoever built the query.
+        for item in query.select ?? [] {
+            if let cast = item.cast, !PostgRESTSelectItem.isTypeName(cast) {
+                throw PostgRESTError.parse("failed to parse select parameter", details: "'\(cast)' is not a type name")
+            }
         }
     }
 
@@ -231,6 +245,20 @@ public struct PostgRESTSQLBuilder: Sendable {
             case .false: return "\(column) IS FALSE"
             case .unknown: return "\(column) IS UNKNOWN"
             }
+        case let .isDistinct(v): return compare("IS DISTINCT FROM", v)
+        case let .match(p): return "\(column) ~ \(binder.bind(p, type: "text"))"
+        case let .imatch(p): return "\(column) ~* \(binder.bind(p, type: "text"))"
+        case let .contains(v): return compare("@>", v)
+        case let .containedBy(v): return compare("<@", v)
+        case let .overlaps(v): return compare("&&", v)
+        case let .fullText(search, configuration, query):
+            // As PostgREST: a tsvector column is searched as it is, any other through to_tsvector.
+            var vector = column
+            if type != "tsvector" {
+                vector = "to_tsvector(" + (configuration.map { binder.bind($0, type: "regconfig") + ", " } ?? "") + column + ")"
+            }
+            let queryConfiguration = configuration.map { binder.bind($0, type: "regconfig") + ", " } ?? ""
+            return "\(vector) @@ \(search.function)(\(queryConfiguration)\(binder.bind(query, type: "text")))"
         }
     }
 

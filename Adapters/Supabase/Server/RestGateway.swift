@@ -165,7 +165,7 @@ final class RestGateway: Sendable {
         var query = operation.executionQuery
         if location, !operation.wantsRows {
             query.preferences.returnMode = .representation
-            query.select = table.primaryKey
+            query.select = table.primaryKey.map { PostgRESTSelectItem(column: $0) }
         }
         let builder = PostgRESTSQLBuilder(table: table)
         // An array of objects (a bulk insert) is read for its member names only: when every row carries every

@@ -87,6 +87,27 @@ def main():
     deleted = client.table("messages").delete().eq("body", "py4").eq("conversation_id", conversation).execute()
     check(len(deleted.data) == 1, f"delete returned {deleted.data!r}")
 
+    # Renamed and cast columns, containment on jsonb, regular expressions, full-text search.
+    client.table("messages").update({"metadata": {"kind": "note", "tags": ["a", "b"]}}).eq("body", "py2").execute()
+    mine = lambda: client.table("messages").select("body").eq("conversation_id", conversation)
+    renamed = (client.table("messages").select("text:body,id_text:id::text,created_at::text")
+               .eq("id", message_id).execute())
+    check(renamed.data == [{"text": "py0 edited", "id_text": message_id, "created_at": renamed.data[0]["created_at"]}]
+          and isinstance(renamed.data[0]["created_at"], str), f"alias and cast returned {renamed.data!r}")
+    noted = mine().contains("metadata", {"kind": "note"}).execute()
+    check([r["body"] for r in noted.data] == ["py2"], f"contains on jsonb returned {noted.data!r}")
+    within = mine().contained_by("metadata", {"kind": "note", "tags": ["a", "b"], "extra": 1}).order("body").execute()
+    check([r["body"] for r in within.data] == ["py0 edited", "py1", "py2", "py3"], f"contained_by returned {within.data!r}")
+    either = mine().or_('metadata.cs.{"kind":"note"},body.eq.py3').order("body").execute()
+    check([r["body"] for r in either.data] == ["py2", "py3"], f"or with cs returned {either.data!r}")
+    matched = mine().filter("body", "match", "^py[13]$").order("body").execute()
+    check([r["body"] for r in matched.data] == ["py1", "py3"], f"match returned {matched.data!r}")
+    found = mine().text_search("body", "edited", options={"config": "english"}).execute()
+    check([r["body"] for r in found.data] == ["py0 edited"], f"text_search returned {found.data!r}")
+    phrase = mine().text_search("body", "py0 edited", options={"type": "phrase"}).execute()
+    check([r["body"] for r in phrase.data] == ["py0 edited"], f"phrase text_search returned {phrase.data!r}")
+    summary["alias_cast_contains_fts"] = True
+
     # RLS keeps alice out of a conversation she is not in.
     hidden = client.table("messages").select("*").eq("conversation_id", other).execute()
     check(hidden.data == [], f"non-member saw {hidden.data!r}")
