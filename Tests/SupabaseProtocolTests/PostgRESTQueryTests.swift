@@ -108,6 +108,20 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         #expect(try pgParse([("select", "*,x:b::text")]).referencedColumns == ["b"])
     }
 
+    @Test("select embeds related tables: table(columns), alias:table(...), nested, '*' or nothing for every column")
+    func selectEmbeddings() throws {
+        let q = try pgParse([("select", "id, reactions(symbol,user_id), msg:messages(body, conversations()), x:body::text")])
+        #expect(q.select == [
+            "id",
+            PostgRESTSelectItem(column: "reactions", embedded: ["symbol", "user_id"]),
+            PostgRESTSelectItem(column: "messages", alias: "msg",
+                                embedded: ["body", PostgRESTSelectItem(column: "conversations", embedded: ["*"])]),
+            PostgRESTSelectItem(column: "body", alias: "x", cast: "text"),
+        ])
+        #expect(q.referencedColumns == ["id", "body"], "an embedding's columns are checked against its own table")
+        #expect(try pgParse([("select", "*,reactions(*)")]).select == ["*", PostgRESTSelectItem(column: "reactions", embedded: ["*"])])
+    }
+
     @Test("the containment, regex, distinctness and full-text operators parse, at the top and inside logic trees")
     func moreOperators() throws {
         #expect(try pgFilter("tags", "cs.{a,b}").operation == .contains("{a,b}"))
@@ -193,7 +207,8 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         ("id", "is.maybe"), ("id", "in.(1,2)x"),
         ("limit", "abc"), ("limit", "-1"), ("offset", "1.5"),
         ("order", "a.up"), ("order", "a.desc.asc"), ("order", ""), ("order", "a,"),
-        ("select", "id,author(name)"), ("select", "a,"), ("select", "x:"), ("select", ":id"), ("select", "a:b:c"),
+        ("select", "a,"), ("select", "id,author(name"), ("select", "id,author(name))"), ("select", "a(b)c"),
+        ("select", "author!inner(name)"), ("select", "...author(name)"), ("select", ":author(name)"), ("select", "x:"), ("select", ":id"), ("select", "a:b:c"),
         ("select", "id::"), ("select", "id::text from t"), ("select", "id::text;select"), ("select", "id::int)"),
         ("select", "id::1int"), ("select", "*::text"), ("select", "all:*"), ("select", "meta->a"),
         ("id", "fts(english.cat"), ("id", "fts().cat"), ("id", "xfts(english).cat"), ("or", "(a.cs.{1,2)"),
@@ -211,8 +226,8 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         let f = pgError { _ = try pgParse([("id", "foo.1")]) }
         #expect(f?.message == "failed to parse filter (foo.1)")
         #expect(f?.details == "unknown operator 'foo'")
-        let s = pgError { _ = try pgParse([("select", "id,author(name)")]) }
-        #expect(s?.details == "resource embedding is not supported by this server")
+        let s = pgError { _ = try pgParse([("select", "id,author!inner(name)")]) }
+        #expect(s?.details == "spreads ('...') and embedding hints ('!inner', '!fk') are not supported by this server")
         let body = PostgRESTError(status: 400, code: "42703", message: "column t.\"x does not exist", hint: "a\nb").jsonBody
         #expect(body == #"{"code":"42703","message":"column t.\"x does not exist","details":null,"hint":"a\nb"}"#)
         #expect(PostgRESTError.undefinedColumn(table: "posts", column: "foo")

@@ -48,6 +48,43 @@ import Testing
         #expect(unknown?.code == "42703")
     }
 
+    @Test("an embedding is a correlated subquery through the foreign key: an array one-to-many, an object many-to-one")
+    func embeddings() throws {
+        let rooms = PostgRESTTableSchema(name: "rooms", columns: [.init(name: "id", type: "integer", isPrimaryKey: true),
+                                                                  .init(name: "title", type: "text")])
+        let messages = PostgRESTTableSchema(name: "messages", columns: [
+            .init(name: "id", type: "bigint", isPrimaryKey: true), .init(name: "room_id", type: "integer"),
+            .init(name: "body", type: "text"),
+        ], foreignKeys: [.init(name: "messages_room_fkey", columns: ["room_id"], referencedTable: "rooms", referencedColumns: ["id"])])
+        let likes = PostgRESTTableSchema(name: "likes", columns: [.init(name: "message_id", type: "bigint"),
+                                                                  .init(name: "who", type: "text")],
+                                         foreignKeys: [.init(name: "likes_message_fkey", columns: ["message_id"],
+                                                             referencedTable: "messages", referencedColumns: ["id"])])
+        let tables = ["rooms": rooms, "messages": messages, "likes": likes]
+        let builder = PostgRESTSQLBuilder(table: messages, tables: tables)
+        let r = try builder.select(q([("select", "body,likes(who),room:rooms(title)"), ("id", "eq.1")]))
+        #expect(r.sql == base + "NULL::bigint AS total FROM (SELECT \"body\", "
+            + "(SELECT coalesce(json_agg(_pgrst_e1_row), '[]') FROM (SELECT \"who\" FROM \"public\".\"likes\" AS _pgrst_e1 "
+            + "WHERE _pgrst_e1.\"message_id\" = \"public\".\"messages\".\"id\") _pgrst_e1_row) AS \"likes\", "
+            + "(SELECT row_to_json(_pgrst_e2_row) FROM (SELECT \"title\" FROM \"public\".\"rooms\" AS _pgrst_e2 "
+            + "WHERE _pgrst_e2.\"id\" = \"public\".\"messages\".\"room_id\" LIMIT 1) _pgrst_e2_row) AS \"room\" "
+            + "FROM \"public\".\"messages\" WHERE \"id\" = $1::bigint) _pgrst_t")
+        // Nested, and on a mutation's returned rows.
+        let nested = try PostgRESTSQLBuilder(table: likes, tables: tables)
+            .delete(q([("select", "who,messages(body,rooms(*))")], [("Prefer", "return=representation")]))
+        #expect(nested.sql.contains("WHERE _pgrst_e1.\"id\" = _pgrst_rows.\"message_id\""))
+        #expect(nested.sql.contains("FROM \"public\".\"rooms\" AS _pgrst_e2 WHERE _pgrst_e2.\"id\" = _pgrst_e1.\"room_id\""))
+        // No relationship, an unknown table, an unknown column of the embedded table, two relationships.
+        #expect(pgError { _ = try PostgRESTSQLBuilder(table: rooms, tables: tables).select(q([("select", "likes(*)")])) }?.code == "PGRST200")
+        #expect(pgError { _ = try builder.select(q([("select", "nope(*)")])) }?.code == "PGRST200")
+        #expect(pgError { _ = try builder.select(q([("select", "likes(nope)")])) }?.message == "column likes.nope does not exist")
+        var twice = likes
+        twice.foreignKeys.append(.init(name: "likes_other_fkey", columns: ["who"], referencedTable: "messages", referencedColumns: ["body"]))
+        let ambiguous = pgError { _ = try PostgRESTSQLBuilder(table: messages, tables: ["likes": twice]).select(q([("select", "likes(*)")])) }
+        #expect(ambiguous?.status == 300)
+        #expect(ambiguous?.code == "PGRST201")
+    }
+
     @Test func everyOperator() throws {
         let cases: [(String, String, String, [String?])] = [
             ("room_id", "eq.1", "\"room_id\" = $1::integer", ["1"]),

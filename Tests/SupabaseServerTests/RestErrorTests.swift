@@ -43,7 +43,7 @@ struct RestErrorTests {
         let client = RestTestClient(server: server)
         let token = server.serviceKey
         for query in [[("body", "almost.1")], [("body", "eq")], [("or", "(body.eq.1")], [("order", "body.sideways")],
-                      [("limit", "-1")], [("select", "messages(*)")], [("body", "is.maybe")]] {
+                      [("limit", "-1")], [("select", "messages(*")], [("body", "is.maybe")]] {
             expectError(try await client.send(.get, "messages", query: query, token: token), 400, "PGRST100")
         }
         for body in ["", "{", "[1, 2]", "\"text\""] {

@@ -394,6 +394,51 @@ struct RestGatewayTests {
         #expect(left.rows == [["0"]])
     }
 
+    @Test("select embeds related rows through foreign keys, under the embedded table's row-level security")
+    func embeddedResources() async throws {
+        let server = try SupabaseTestServer.required()
+        let client = RestTestClient(server: server)
+        let conversation = try await RestSeed.conversation(server, members: ["alice", "bob"])
+        let message = try await RestSeed.message(server, conversation: conversation, sender: "alice", body: "hello")
+        for (user, symbol) in [("alice", "👍"), ("bob", "🎉")] {
+            try await server.sql("INSERT INTO reactions (message_id, user_id, symbol) VALUES ($1, $2, $3)", [message, user, symbol])
+        }
+        // A table created after the server started, whose policy shows each user only their own notes.
+        try await RestSeed.execute(server, """
+            CREATE TABLE public.notes (message_id uuid NOT NULL REFERENCES public.messages (id), owner text NOT NULL, text text NOT NULL);
+            ALTER TABLE public.notes ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY notes_own ON public.notes FOR SELECT TO authenticated USING (owner = auth.uid());
+            GRANT SELECT ON public.notes TO authenticated;
+            """)
+        try await server.sql("INSERT INTO notes (message_id, owner, text) VALUES ($1, 'alice', 'mine'), ($1, 'bob', 'his')", [message])
+        let alice = server.token(role: "authenticated", sub: "alice")
+
+        let read = try await client.send(.get, "messages", query: [
+            ("id", "eq.\(message)"),
+            ("select", "body,reactions(symbol,user_id),notes(text),room:conversations(title,members(user_id))"),
+        ], token: alice)
+        #expect(read.status == 200, "\(read.text)")
+        let row = try #require(read.rows.first)
+        #expect(Set(row["reactions"]?.arrayValue?.compactMap { $0["symbol"]?.stringValue } ?? []) == ["👍", "🎉"])
+        #expect(row["notes"] == .array([.object([("text", .string("mine"))])]), "bob's note must stay hidden: \(read.text)")
+        #expect(row["room"]?["title"]?.stringValue == "rest")
+        #expect(Set(row["room"]?["members"]?.arrayValue?.compactMap { $0["user_id"]?.stringValue } ?? []) == ["alice", "bob"])
+
+        // On a mutation's returned rows too.
+        let inserted = try await client.send(.post, "messages", query: [("select", "body,conversations(title)")], token: alice,
+                                             headers: [("Prefer", "return=representation")],
+                                             body: #"{"conversation_id":"\#(conversation)","sender_id":"alice","body":"second"}"#)
+        #expect(inserted.status == 201, "\(inserted.text)")
+        #expect(inserted.rows.first?["conversations"]?["title"]?.stringValue == "rest")
+
+        let none = try await client.send(.get, "messages", query: [("select", "body,members(*)")], token: alice)
+        #expect(none.status == 400)
+        #expect(none.code == "PGRST200")
+        let hinted = try await client.send(.get, "messages", query: [("select", "body,reactions!inner(*)")], token: alice)
+        #expect(hinted.status == 400)
+        #expect(hinted.code == "PGRST100")
+    }
+
     @Test("the official supabase Python client selects, inserts, upserts and is kept out by RLS")
     func officialPythonClient() async throws {
         let server = try SupabaseTestServer.required()

@@ -79,26 +79,14 @@ public struct PostgRESTQuery: Sendable, Equatable {
         return "\(offset)-\(offset + rowCount - 1)/" + totalText
     }
 
-    /// Every column the query's filters and ordering mention.
+    /// Every column of the table the query mentions (an embedded resource's columns are its table's).
     public var referencedColumns: [String] {
-        (select ?? []).compactMap { $0.column == "*" ? nil : $0.column } + conditions.flatMap(\.columns) + order.map(\.column) + (onConflict ?? []) + (insertColumns ?? [])
+        (select ?? []).compactMap { $0.column == "*" || $0.embedded != nil ? nil : $0.column } + conditions.flatMap(\.columns) + order.map(\.column) + (onConflict ?? []) + (insertColumns ?? [])
     }
 
     private static func parseSelect(_ value: String) throws -> [PostgRESTSelectItem]? {
-        let failure = "failed to parse select parameter (\(value))"
-        var items: [PostgRESTSelectItem] = []
-        for raw in value.split(separator: ",", omittingEmptySubsequences: false) {
-            let text = raw.trimmingSpaces()
-            if text.contains("(") || text.contains(")") || text.contains("!") {
-                throw PostgRESTError.parse(failure, details: "resource embedding is not supported by this server")
-            }
-            guard !text.isEmpty, !text.contains("->"), !text.contains("\"") else {
-                throw PostgRESTError.parse(failure, details: "JSON paths and quoted names are not supported: "
-                                               + "plain columns, 'alias:column', 'column::type' and '*'")
-            }
-            items.append(try PostgRESTSelectItem.parse(text, failure: failure))
-        }
-        return items.count == 1 && items[0] == "*" ? nil : items
+        let items = try PostgRESTSelectItem.parseList(value, failure: "failed to parse select parameter (\(value))")
+        return items == ["*"] ? nil : items
     }
 
     /// Parses `a,b` or `"a","b"` (postgrest-js/py quote `columns=`; `\"` and `\\` escapes inside quotes).

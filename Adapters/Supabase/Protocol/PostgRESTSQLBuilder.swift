@@ -12,10 +12,13 @@ import SwitchboardCore
 public struct PostgRESTSQLBuilder: Sendable {
     /// The table statements are built for.
     public let table: PostgRESTTableSchema
+    /// Every table of the schema by name: where embedded resources (`select=id,reactions(*)`) are looked up.
+    public let tables: [String: PostgRESTTableSchema]
 
-    /// Creates a builder for `table`.
-    public init(table: PostgRESTTableSchema) {
+    /// Creates a builder for `table`; `tables` are the schema's tables, for resource embedding.
+    public init(table: PostgRESTTableSchema, tables: [String: PostgRESTTableSchema] = [:]) {
         self.table = table
+        self.tables = tables
     }
 
     /// Quotes an identifier: wrapped in double quotes, embedded quotes doubled.
@@ -28,7 +31,7 @@ public struct PostgRESTSQLBuilder: Sendable {
         try validate(query)
         var binder = Binder()
         let whereClause = try whereSQL(query.conditions, &binder)
-        var inner = "SELECT \(projection(query)) FROM \(qualifiedName)\(whereClause)"
+        var inner = "SELECT \(try projection(query, parent: qualifiedName)) FROM \(qualifiedName)\(whereClause)"
         if !query.order.isEmpty {
             inner += " ORDER BY " + query.order.map(orderSQL).joined(separator: ", ")
         }
@@ -114,7 +117,7 @@ public struct PostgRESTSQLBuilder: Sendable {
                 sql += " DO NOTHING"
             }
         }
-        return (wrapMutation(sql, query), binder.parameters)
+        return (try wrapMutation(sql, query), binder.parameters)
     }
 
     /// `UPDATE` (PATCH) of the filtered rows with the body object's keys.
@@ -135,7 +138,7 @@ public struct PostgRESTSQLBuilder: Sendable {
         }
         let sql = "UPDATE \(qualifiedName) SET " + assignments.joined(separator: ", ")
             + (try whereSQL(query.conditions, &binder))
-        return (wrapMutation(sql, query), binder.parameters)
+        return (try wrapMutation(sql, query), binder.parameters)
     }
 
     /// `DELETE` of the filtered rows.
@@ -143,7 +146,7 @@ public struct PostgRESTSQLBuilder: Sendable {
         try validate(query)
         var binder = Binder()
         let sql = "DELETE FROM \(qualifiedName)" + (try whereSQL(query.conditions, &binder))
-        return (wrapMutation(sql, query), binder.parameters)
+        return (try wrapMutation(sql, query), binder.parameters)
     }
 
     // MARK: - Pieces
@@ -161,27 +164,80 @@ public struct PostgRESTSQLBuilder: Sendable {
         Self.quoteIdentifier(table.schema) + "." + Self.quoteIdentifier(table.name)
     }
 
-    /// The select list: `*`, or each column quoted, cast (`::type`, a checked type name) and renamed as asked.
-    private func projection(_ query: PostgRESTQuery) -> String {
+    /// The select list: `*`, or each column quoted, cast (`::type`, a checked type name) and renamed as asked, and
+    /// each embedded resource as a correlated subquery on `parent` (how the statement names the table's rows).
+    private func projection(_ query: PostgRESTQuery, parent: String) throws -> String {
         guard let items = query.select else { return "*" }
-        return items.map { item in
+        var embeddings = 0
+        return try projection(items, of: table, parent: parent, embeddings: &embeddings)
+    }
+
+    private func projection(_ items: [PostgRESTSelectItem], of table: PostgRESTTableSchema, parent: String,
+                            embeddings: inout Int) throws -> String {
+        try items.map { item in
             guard item.column != "*" else { return "*" }
+            if let children = item.embedded {
+                return try embedding(item, children, of: table, parent: parent, embeddings: &embeddings)
+            }
+            guard table.column(named: item.column) != nil else {
+                throw PostgRESTError.undefinedColumn(table: table.name, column: item.column)
+            }
+            // Unqualified: a column resolves in the innermost FROM, the embedded table's own in its subquery.
             var sql = Self.quoteIdentifier(item.column)
-            if let cast = item.cast { sql += "::" + cast }
+            if let cast = item.cast {
+                // The type name goes into the statement as it is: checked here too, whoever built the query.
+                guard PostgRESTSelectItem.isTypeName(cast) else {
+                    throw PostgRESTError.parse("failed to parse select parameter", details: "'\(cast)' is not a type name")
+                }
+                sql += "::" + cast
+            }
             if item.alias != nil || item.cast != nil { sql += " AS " + Self.quoteIdentifier(item.alias ?? item.column) }
             return sql
         }.joined(separator: ", ")
     }
 
+    /// One embedded resource: the related table's rows as a JSON array (it references `table`: one-to-many) or
+    /// its one row as a JSON object or null (`table` references it: many-to-one), found through the foreign key
+    /// between the two; row-level security applies to them as to any read.
+    private func embedding(_ item: PostgRESTSelectItem, _ children: [PostgRESTSelectItem], of table: PostgRESTTableSchema,
+                           parent: String, embeddings: inout Int) throws -> String {
+        guard let related = tables[item.column] else {
+            throw PostgRESTError(status: 400, code: "PGRST200",
+                                 message: "Could not find a relationship between '\(table.name)' and '\(item.column)' in the schema cache",
+                                 hint: "Perhaps the table '\(item.column)' does not exist")
+        }
+        let toMany = related.foreignKeys.filter { $0.referencedTable == table.name }
+        let toOne = table.foreignKeys.filter { $0.referencedTable == related.name }
+        guard toMany.count + toOne.count == 1, related.name != table.name else {
+            if toMany.isEmpty && toOne.isEmpty {
+                throw PostgRESTError(status: 400, code: "PGRST200",
+                                     message: "Could not find a relationship between '\(table.name)' and '\(related.name)' in the schema cache")
+            }
+            throw PostgRESTError(status: 300, code: "PGRST201",
+                                 message: "Could not embed because more than one relationship was found for '\(table.name)' and '\(related.name)'",
+                                 details: "embedding hints ('\(related.name)!fk(...)') are not supported by this server")
+        }
+        embeddings += 1
+        let alias = "_pgrst_e\(embeddings)"
+        let pairs: [(child: String, parent: String)] = if let key = toMany.first {
+            Array(zip(key.columns, key.referencedColumns))
+        } else {
+            zip(toOne[0].referencedColumns, toOne[0].columns).map { ($0, $1) }
+        }
+        let join = pairs.map { "\(alias).\(Self.quoteIdentifier($0.child)) = \(parent).\(Self.quoteIdentifier($0.parent))" }
+            .joined(separator: " AND ")
+        let columns = try projection(children, of: related, parent: alias, embeddings: &embeddings)
+        let rows = "SELECT \(columns) FROM \(Self.quoteIdentifier(related.schema)).\(Self.quoteIdentifier(related.name)) "
+            + "AS \(alias) WHERE \(join)"
+        let value = toMany.isEmpty
+            ? "(SELECT row_to_json(\(alias)_row) FROM (\(rows) LIMIT 1) \(alias)_row)"
+            : "(SELECT coalesce(json_agg(\(alias)_row), '[]') FROM (\(rows)) \(alias)_row)"
+        return value + " AS " + Self.quoteIdentifier(item.alias ?? item.column)
+    }
+
     private func validate(_ query: PostgRESTQuery) throws {
         for column in query.referencedColumns where table.column(named: column) == nil {
             throw PostgRESTError.undefinedColumn(table: table.name, column: column)
-        }
-        // A cast's type name goes into the statement as it is: checked here too, whoever built the query.
-        for item in query.select ?? [] {
-            if let cast = item.cast, !PostgRESTSelectItem.isTypeName(cast) {
-                throw PostgRESTError.parse("failed to parse select parameter", details: "'\(cast)' is not a type name")
-            }
         }
     }
 
@@ -263,10 +319,10 @@ public struct PostgRESTSQLBuilder: Sendable {
     }
 
     /// With `return=representation`, runs the mutation in a CTE with `RETURNING *` and aggregates the rows.
-    private func wrapMutation(_ sql: String, _ query: PostgRESTQuery) -> String {
+    private func wrapMutation(_ sql: String, _ query: PostgRESTQuery) throws -> String {
         guard query.preferences.returnMode == .representation else { return sql }
         return "WITH _pgrst_rows AS (\(sql) RETURNING *) SELECT coalesce(json_agg(_pgrst_t), '[]')::text AS body, "
-            + "count(*) AS total FROM (SELECT \(projection(query)) FROM _pgrst_rows) _pgrst_t"
+            + "count(*) AS total FROM (SELECT \(try projection(query, parent: "_pgrst_rows")) FROM _pgrst_rows) _pgrst_t"
     }
 
     /// The text bound for a body value: like `parameterText`, but a JSON string stays JSON for `json`/`jsonb` columns.

@@ -1,22 +1,35 @@
-/// One entry of `select=`: a column (or `*`), optionally renamed (`alias:column`) and cast (`column::type`).
+/// One entry of `select=`: a column (or `*`), optionally renamed (`alias:column`) and cast (`column::type`), or an
+/// embedded resource (`reactions(*)`, `author:members(user_id)`): the rows of a related table, nested.
 public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiteral {
-    /// The column, or `*`.
+    /// The column, `*`, or for an embedding the related table.
     public var column: String
     /// The key the column gets in each row (`alias:column`), nil for the column's own name.
     public var alias: String?
     /// The type the value is cast to (`column::text`), nil for none; a plain type name, never SQL.
     public var cast: String?
+    /// For an embedded resource, what to select from the related table; nil for a column.
+    public var embedded: [PostgRESTSelectItem]?
 
     /// Creates an item.
-    public init(column: String, alias: String? = nil, cast: String? = nil) {
+    public init(column: String, alias: String? = nil, cast: String? = nil, embedded: [PostgRESTSelectItem]? = nil) {
         self.column = column
         self.alias = alias
         self.cast = cast
+        self.embedded = embedded
     }
 
     /// A plain column: `"id"` in a literal list.
     public init(stringLiteral column: String) {
         self.init(column: column)
+    }
+
+    /// The tables embedded at any depth of `items`.
+    public static func embeddedTables(_ items: [PostgRESTSelectItem]) -> Set<String> {
+        var names = Set<String>()
+        for item in items {
+            if let children = item.embedded { names.insert(item.column); names.formUnion(embeddedTables(children)) }
+        }
+        return names
     }
 
     /// Type names a cast may spell with spaces; any other is one word, optionally an array (`text[]`).
@@ -25,8 +38,61 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
         "timestamp without time zone", "time with time zone", "time without time zone",
     ]
 
+    /// Parses a whole `select=` list, embedded resources included (`id,reactions(symbol,user_id)`).
+    static func parseList(_ text: String, failure: String) throws -> [PostgRESTSelectItem] {
+        var items: [PostgRESTSelectItem] = []
+        var depth = 0
+        var current = ""
+        var parts: [String] = []
+        for c in text {
+            switch c {
+            case "(": depth += 1
+            case ")":
+                depth -= 1
+                guard depth >= 0 else { throw PostgRESTError.parse(failure, details: "unexpected ')'") }
+            case "," where depth == 0:
+                parts.append(current)
+                current = ""
+                continue
+            default: break
+            }
+            current.append(c)
+        }
+        guard depth == 0 else { throw PostgRESTError.parse(failure, details: "missing ')'") }
+        parts.append(current)
+        for part in parts {
+            let item = part.trimmingSpaces()
+            guard let open = item.firstIndex(of: "(") else {
+                items.append(try parse(item, failure: failure))
+                continue
+            }
+            guard item.hasSuffix(")") else { throw PostgRESTError.parse(failure, details: "unexpected text after ')'") }
+            var name = Substring(item[..<open]).trimmingSpaces()
+            var alias: String?
+            if let colon = name.firstIndex(of: ":") {
+                alias = String(name[..<colon])
+                name = String(name[name.index(after: colon)...])
+            }
+            if name.hasPrefix("...") || name.contains("!") {
+                throw PostgRESTError.parse(failure, details: "spreads ('...') and embedding hints ('!inner', '!fk') "
+                                               + "are not supported by this server")
+            }
+            guard !name.isEmpty, !name.contains(":"), !name.contains("::"), alias.map({ !$0.isEmpty }) ?? true else {
+                throw PostgRESTError.parse(failure, details: "expected 'table(...)' or 'alias:table(...)'")
+            }
+            let inner = String(item[item.index(after: open)..<item.index(before: item.endIndex)])
+            let children = inner.trimmingSpaces().isEmpty ? ["*"] : try parseList(inner, failure: failure)
+            items.append(PostgRESTSelectItem(column: name, alias: alias, embedded: children))
+        }
+        return items
+    }
+
     /// Parses one trimmed item: `column`, `alias:column`, `column::type`, `alias:column::type` or `*`.
     static func parse(_ text: String, failure: String) throws -> PostgRESTSelectItem {
+        guard !text.isEmpty, !text.contains("->"), !text.contains("\""), !text.contains(")") else {
+            throw PostgRESTError.parse(failure, details: "JSON paths and quoted names are not supported: "
+                                           + "plain columns, 'alias:column', 'column::type', '*' and 'table(...)'")
+        }
         var rest = Substring(text)
         var cast: String?
         if let marker = rest.range(of: "::") {

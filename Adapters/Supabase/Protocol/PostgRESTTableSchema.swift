@@ -1,4 +1,4 @@
-/// The shape of one table as the SQL builder needs it (filled by introspection later).
+/// The shape of one table as the SQL builder needs it: columns, primary key and foreign keys (from introspection).
 public struct PostgRESTTableSchema: Sendable, Equatable {
     /// One column of the table.
     public struct ColumnInfo: Sendable, Equatable {
@@ -17,18 +17,41 @@ public struct PostgRESTTableSchema: Sendable, Equatable {
         }
     }
 
+    /// A foreign key of the table: its columns and the columns of the table they reference, pair by pair.
+    public struct ForeignKey: Sendable, Equatable {
+        /// Constraint name.
+        public var name: String
+        /// The referencing columns, in key order.
+        public var columns: [String]
+        /// The referenced table (same schema).
+        public var referencedTable: String
+        /// The referenced columns, in key order.
+        public var referencedColumns: [String]
+
+        /// Creates a foreign key description.
+        public init(name: String, columns: [String], referencedTable: String, referencedColumns: [String]) {
+            self.name = name
+            self.columns = columns
+            self.referencedTable = referencedTable
+            self.referencedColumns = referencedColumns
+        }
+    }
+
     /// Schema (namespace) the table lives in.
     public var schema: String
     /// Table name.
     public var name: String
     /// Columns in table order.
     public var columns: [ColumnInfo]
+    /// The table's foreign keys to tables of the same schema (what resource embedding follows).
+    public var foreignKeys: [ForeignKey]
 
     /// Creates a table description.
-    public init(schema: String = "public", name: String, columns: [ColumnInfo]) {
+    public init(schema: String = "public", name: String, columns: [ColumnInfo], foreignKeys: [ForeignKey] = []) {
         self.schema = schema
         self.name = name
         self.columns = columns
+        self.foreignKeys = foreignKeys
     }
 
     /// The column named `name`, or nil.

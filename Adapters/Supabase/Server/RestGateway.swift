@@ -79,6 +79,10 @@ final class RestGateway: Sendable {
         }
         let items = request.queryItems.filter { $0.name != "apikey" }.map { (name: $0.name, value: $0.value) }
         let query = try PostgRESTQuery.parse(table: tableName, queryItems: items, headers: request.headers.fields)
+        // An embedded table the cache does not know may have been created since it was loaded: reload it once.
+        if !PostgRESTSelectItem.embeddedTables(query.select ?? []).isSubset(of: catalog.knownTables.keys) {
+            try await catalog.reload()
+        }
         let operation = RestOperation(request: request, table: table, query: query, identity: identity)
         do {
             switch request.method {
@@ -119,7 +123,7 @@ final class RestGateway: Sendable {
     /// GET/HEAD: the filtered, ordered, ranged rows with `Content-Range` (and the exact total when asked).
     private func read(_ operation: RestOperation) async throws -> HTTPServerResponse {
         let query = operation.query
-        let statement = try PostgRESTSQLBuilder(table: operation.table).select(query)
+        let statement = try PostgRESTSQLBuilder(table: operation.table, tables: catalog.knownTables).select(query)
         let sql = "SELECT _pgrst_q.body, _pgrst_q.total, json_array_length(_pgrst_q.body::json) "
             + "FROM (\(statement.sql)) _pgrst_q"
         let parameters = statement.parameters
@@ -167,7 +171,7 @@ final class RestGateway: Sendable {
             query.preferences.returnMode = .representation
             query.select = table.primaryKey.map { PostgRESTSelectItem(column: $0) }
         }
-        let builder = PostgRESTSQLBuilder(table: table)
+        let builder = PostgRESTSQLBuilder(table: table, tables: catalog.knownTables)
         // An array of objects (a bulk insert) is read for its member names only: when every row carries every
         // column the text goes to PostgreSQL as it came, so its values are never built here.
         var named: (sql: String, parameters: [String?])?
@@ -200,7 +204,7 @@ final class RestGateway: Sendable {
         let body = try Self.jsonBody(operation.request)
         guard case .object = body else { throw PostgRESTError.invalidBody("PATCH expects a JSON object") }
         try Self.checkColumns(Self.bodyKeys(body), of: operation.table)
-        let statement = try PostgRESTSQLBuilder(table: operation.table).update(operation.executionQuery, body: body)
+        let statement = try PostgRESTSQLBuilder(table: operation.table, tables: catalog.knownTables).update(operation.executionQuery, body: body)
         let outcome = try await mutate(statement, operation)
         var headers: HTTPHeaders = [
             "Content-Range": Self.contentRange(lower: 0, upper: outcome.count - 1, total: operation.countedTotal(outcome)),
@@ -213,7 +217,7 @@ final class RestGateway: Sendable {
 
     /// DELETE: remove the filtered rows; 204, or 200 with the removed rows.
     private func delete(_ operation: RestOperation) async throws -> HTTPServerResponse {
-        let statement = try PostgRESTSQLBuilder(table: operation.table).delete(operation.executionQuery)
+        let statement = try PostgRESTSQLBuilder(table: operation.table, tables: catalog.knownTables).delete(operation.executionQuery)
         let outcome = try await mutate(statement, operation)
         var headers: HTTPHeaders = ["Content-Range": Self.contentRange(lower: 1, upper: 0, total: operation.countedTotal(outcome))]
         if let applied = Self.preferenceApplied(operation.query.preferences, mutation: .other) {

@@ -23,6 +23,21 @@ final class TableCatalog: Sendable {
         ORDER BY c.relname, a.attnum
         """
 
+    /// One catalog query: every foreign key between two tables of `public`, one row per column pair, in key order.
+    static let foreignKeySQL = """
+        SELECT c.conname, src.relname, a.attname, dst.relname, fa.attname
+        FROM pg_catalog.pg_constraint c
+        JOIN pg_catalog.pg_class src ON src.oid = c.conrelid
+        JOIN pg_catalog.pg_namespace sn ON sn.oid = src.relnamespace
+        JOIN pg_catalog.pg_class dst ON dst.oid = c.confrelid
+        JOIN pg_catalog.pg_namespace dn ON dn.oid = dst.relnamespace
+        CROSS JOIN LATERAL unnest(c.conkey, c.confkey) WITH ORDINALITY AS k(attnum, fattnum, position)
+        JOIN pg_catalog.pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+        JOIN pg_catalog.pg_attribute fa ON fa.attrelid = c.confrelid AND fa.attnum = k.fattnum
+        WHERE c.contype = 'f' AND sn.nspname = $1 AND dn.nspname = $1
+        ORDER BY src.relname, c.conname, k.position
+        """
+
     private let pool: PostgresPool
     private let tables = Mutex<[String: PostgRESTTableSchema]?>(nil)
 
@@ -44,15 +59,36 @@ final class TableCatalog: Sendable {
         tables.withLock { $0.map { Array($0.keys) } ?? [] }
     }
 
+    /// Every known table by name (what embedded resources are looked up in); empty before the first load.
+    var knownTables: [String: PostgRESTTableSchema] {
+        tables.withLock { $0 ?? [:] }
+    }
+
     /// Reads the catalog again and replaces the cache.
     @discardableResult
     func reload() async throws -> [String: PostgRESTTableSchema] {
-        let result = try await pool.withConnection { connection in
-            try connection.query(Self.introspectionSQL, [Self.schema])
+        let (result, keys) = try await pool.withConnection { connection in
+            (try connection.query(Self.introspectionSQL, [Self.schema]), try connection.query(Self.foreignKeySQL, [Self.schema]))
         }
-        let loaded = Self.tables(from: result)
+        var loaded = Self.tables(from: result)
+        Self.addForeignKeys(from: keys, to: &loaded)
         tables.withLock { $0 = loaded }
         return loaded
+    }
+
+    /// Adds the foreign-key rows `(constraint, table, column, referenced table, referenced column)` to `tables`.
+    static func addForeignKeys(from result: PostgresResult, to tables: inout [String: PostgRESTTableSchema]) {
+        for row in result.rows {
+            guard row.count == 5, let name = row[0], let table = row[1], let column = row[2], let target = row[3],
+                  let targetColumn = row[4], tables[table] != nil else { continue }
+            if let last = tables[table]!.foreignKeys.indices.last, tables[table]!.foreignKeys[last].name == name {
+                tables[table]!.foreignKeys[last].columns.append(column)
+                tables[table]!.foreignKeys[last].referencedColumns.append(targetColumn)
+            } else {
+                tables[table]!.foreignKeys.append(.init(name: name, columns: [column], referencedTable: target,
+                                                        referencedColumns: [targetColumn]))
+            }
+        }
     }
 
     /// Groups the introspection rows `(table, column, type, is_pk)` into table descriptions.

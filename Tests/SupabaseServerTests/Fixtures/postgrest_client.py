@@ -108,6 +108,14 @@ def main():
     check([r["body"] for r in phrase.data] == ["py0 edited"], f"phrase text_search returned {phrase.data!r}")
     summary["alias_cast_contains_fts"] = True
 
+    # Embedded resources: a message's reactions (one-to-many; the "+1" upserted above) and its conversation
+    # (many-to-one).
+    embedded = (client.table("messages").select("body,reactions(symbol),room:conversations(id)")
+                .eq("id", message_id).single().execute())
+    check(embedded.data == {"body": "py0 edited", "reactions": [{"symbol": "+1"}], "room": {"id": conversation}},
+          f"embedding returned {embedded.data!r}")
+    summary["embedding"] = True
+
     # RLS keeps alice out of a conversation she is not in.
     hidden = client.table("messages").select("*").eq("conversation_id", other).execute()
     check(hidden.data == [], f"non-member saw {hidden.data!r}")
