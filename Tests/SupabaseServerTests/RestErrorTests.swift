@@ -60,7 +60,9 @@ struct RestErrorTests {
         expectError(try await client.send(.put, "messages", token: token, body: "{}"), 405, "PGRST117")
         expectError(try await client.send(.get, "messages", token: token, headers: [("Accept-Profile", "private")]),
                     406, "PGRST106")
-        expectError(try await client.send(.get, "rpc/anything", token: token), 404, "PGRST125")
+        expectError(try await client.send(.get, "rpc/anything", token: token), 404, "PGRST202")
+        expectError(try await client.send(.get, "rpc/a/b", token: token), 404, "PGRST125")
+        expectError(try await client.send(.get, "deep/path", token: token), 404, "PGRST125")
     }
 
     @Test("unknown tables are 404 PGRST205 until created; unknown columns 400 (42703 / PGRST204)")

@@ -439,6 +439,57 @@ struct RestGatewayTests {
         #expect(hinted.code == "PGRST100")
     }
 
+    @Test("rpc: POST and GET call functions by argument names, as the caller's role; GET is read-only")
+    func functionCalls() async throws {
+        let server = try SupabaseTestServer.required()
+        let client = RestTestClient(server: server)
+        let mine = try await RestSeed.conversation(server, members: ["rpc-alice"])
+        let theirs = try await RestSeed.conversation(server, members: ["rpc-carol"])
+        try await RestSeed.message(server, conversation: mine, sender: "rpc-alice", body: "visible")
+        try await RestSeed.message(server, conversation: theirs, sender: "rpc-carol", body: "hidden")
+        try await RestSeed.execute(server, """
+            CREATE FUNCTION public.add(a integer, b integer DEFAULT 1) RETURNS integer LANGUAGE sql IMMUTABLE AS $$ SELECT a + b $$;
+            CREATE FUNCTION public.add(a text, c text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT a || c $$;
+            CREATE FUNCTION public.shout(a text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT a || '!' $$;
+            CREATE FUNCTION public.shout(a text, times integer DEFAULT 2) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT repeat(a, times) $$;
+            CREATE FUNCTION public.bodies() RETURNS SETOF public.messages LANGUAGE sql STABLE AS $$ SELECT * FROM public.messages $$;
+            CREATE FUNCTION public.rename(conversation uuid, title text) RETURNS void LANGUAGE sql AS $$
+              UPDATE public.conversations SET title = rename.title WHERE id = rename.conversation $$;
+            """)
+        let alice = server.token(role: "authenticated", sub: "rpc-alice")
+
+        let sum = try await client.send(.post, "rpc/add", token: alice, body: #"{"a": 40, "b": 2}"#)
+        #expect(sum.status == 200, "\(sum.text)")
+        #expect(sum.text == "42")
+        #expect(try await client.send(.get, "rpc/add", query: [("a", "41")], token: alice).text == "42", "b's default")
+        #expect(try await client.send(.post, "rpc/add", token: alice, body: #"{"a": "x", "c": "y"}"#).text == #""xy""#)
+        #expect(try await client.send(.post, "rpc/add", token: alice, body: #"{"a": 1, "b": 2, "c": 3}"#).code == "PGRST202")
+        let ambiguous = try await client.send(.post, "rpc/shout", token: alice, body: #"{"a": "hey"}"#)
+        #expect(ambiguous.status == 300)
+        #expect(ambiguous.code == "PGRST203")
+        #expect(try await client.send(.post, "rpc/shout", token: alice, body: #"{"a": "ho", "times": 3}"#).text == #""hohoho""#)
+        // Security invoker: the function reads messages under the caller's row-level security.
+        let rows = try await client.send(.post, "rpc/bodies", token: alice, body: "{}")
+        #expect(rows.status == 200)
+        #expect(rows.strings("body") == ["visible"])
+        #expect(try await client.send(.post, "rpc/is_member", token: alice, body: #"{"conversation":"\#(mine)"}"#).text == "true")
+        #expect(try await client.send(.post, "rpc/is_member", token: alice, body: #"{"conversation":"\#(theirs)"}"#).text == "false")
+        // is_member is granted to authenticated users only: anon is refused as PostgREST refuses it.
+        let anon = try await client.send(.post, "rpc/is_member", token: nil, body: #"{"conversation":"\#(mine)"}"#)
+        #expect(anon.status == 401)
+        #expect(anon.code == "42501")
+        // A void function writes with POST (204) and cannot with GET (read-only transaction).
+        let renamed = try await client.send(.post, "rpc/rename", token: server.serviceKey,
+                                            body: #"{"conversation":"\#(mine)","title":"renamed"}"#)
+        #expect(renamed.status == 204, "\(renamed.text)")
+        #expect(try await server.sql("SELECT title FROM conversations WHERE id = $1", [mine]).rows == [["renamed"]])
+        let readOnly = try await client.send(.get, "rpc/rename", query: [("conversation", mine), ("title", "x")], token: server.serviceKey)
+        #expect(readOnly.status == 405)
+        #expect(readOnly.code == "25006")
+        #expect(try await client.send(.post, "rpc/nope", token: alice, body: "{}").status == 404)
+        #expect(try await client.send(.post, "rpc/add", token: alice, body: "[1]").code == "PGRST102")
+    }
+
     @Test("the official supabase Python client selects, inserts, upserts and is kept out by RLS")
     func officialPythonClient() async throws {
         let server = try SupabaseTestServer.required()

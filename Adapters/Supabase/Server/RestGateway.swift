@@ -48,8 +48,12 @@ final class RestGateway: Sendable {
 
     /// Authenticates, checks the request's envelope, then runs the method's handler.
     private func respond(to request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        let tableName = try Self.tableName(in: request.path)
+        let function = Self.functionName(in: request.path)
+        let tableName = try function == nil ? Self.tableName(in: request.path) : ""
         if request.method == .options {
+            if function != nil {
+                return HTTPServerResponse(status: 200, headers: ["Allow": "OPTIONS,GET,HEAD,POST", "Access-Control-Allow-Origin": "*"])
+            }
             return try await options(request, tableName: tableName)
         }
         let identity: RequestIdentity
@@ -73,6 +77,13 @@ final class RestGateway: Sendable {
         if let profile = request.headers[profileHeader], profile != TableCatalog.schema {
             throw PostgRESTError(status: 406, code: "PGRST106", message: "Invalid schema: \(profile)",
                                  hint: "Only the following schemas are exposed: \(TableCatalog.schema)")
+        }
+        if let function {
+            do {
+                return try await call(function, request, identity: identity)
+            } catch let error as PostgresError {
+                throw logged(RestErrorMapping.postgrestError(for: error, authenticated: identity.role != .anon), request)
+            }
         }
         guard let table = try await catalog.table(named: tableName) else {
             throw tableNotFound(tableName)

@@ -38,8 +38,28 @@ final class TableCatalog: Sendable {
         ORDER BY src.relname, c.conname, k.position
         """
 
+    /// One catalog query: every plain function of `public` (no trigger, aggregate or procedure) with its input
+    /// arguments, one row per argument (one row with NULLs for none), in argument order.
+    static let functionSQL = """
+        SELECT p.oid::text, p.proname, p.proretset::text, t.typtype::text, format_type(p.prorettype, NULL),
+               p.provolatile::text, p.pronargs::text, p.pronargdefaults::text, a.name, format_type(a.type, NULL)
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+        JOIN pg_catalog.pg_type t ON t.oid = p.prorettype
+        LEFT JOIN LATERAL (
+            SELECT k.type, k.name, k.position
+            FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]), p.proargnames,
+                        coalesce(p.proargmodes, array_fill('i'::"char", ARRAY[p.pronargs::int])))
+                 WITH ORDINALITY AS k(type, name, mode, position)
+            WHERE k.mode IN ('i', 'b', 'v')
+        ) a ON true
+        WHERE n.nspname = $1 AND p.prokind = 'f' AND p.prorettype <> 'pg_catalog.trigger'::regtype
+        ORDER BY p.oid, a.position
+        """
+
     private let pool: PostgresPool
     private let tables = Mutex<[String: PostgRESTTableSchema]?>(nil)
+    private let functions = Mutex<[String: [PostgRESTFunction]]>([:])
 
     /// A catalog reading through `pool`; nothing is loaded until the first lookup.
     init(pool: PostgresPool) {
@@ -59,6 +79,13 @@ final class TableCatalog: Sendable {
         tables.withLock { $0.map { Array($0.keys) } ?? [] }
     }
 
+    /// The functions named `name` (overloads), reloading the cache once when there is none; empty when none exists.
+    func functions(named name: String) async throws -> [PostgRESTFunction] {
+        if tables.withLock({ $0 != nil }), let known = functions.withLock({ $0[name] }) { return known }
+        try await reload()
+        return functions.withLock { $0[name] ?? [] }
+    }
+
     /// Every known table by name (what embedded resources are looked up in); empty before the first load.
     var knownTables: [String: PostgRESTTableSchema] {
         tables.withLock { $0 ?? [:] }
@@ -67,11 +94,14 @@ final class TableCatalog: Sendable {
     /// Reads the catalog again and replaces the cache.
     @discardableResult
     func reload() async throws -> [String: PostgRESTTableSchema] {
-        let (result, keys) = try await pool.withConnection { connection in
-            (try connection.query(Self.introspectionSQL, [Self.schema]), try connection.query(Self.foreignKeySQL, [Self.schema]))
+        let (result, keys, routines) = try await pool.withConnection { connection in
+            (try connection.query(Self.introspectionSQL, [Self.schema]), try connection.query(Self.foreignKeySQL, [Self.schema]),
+             try connection.query(Self.functionSQL, [Self.schema]))
         }
         var loaded = Self.tables(from: result)
         Self.addForeignKeys(from: keys, to: &loaded)
+        let callable = Self.functions(from: routines)
+        functions.withLock { $0 = callable }
         tables.withLock { $0 = loaded }
         return loaded
     }
@@ -89,6 +119,37 @@ final class TableCatalog: Sendable {
                                                         referencedColumns: [targetColumn]))
             }
         }
+    }
+
+    /// Groups the function rows of `functionSQL` into descriptions by name; functions with an unnamed input
+    /// argument are left out (they cannot be called with named arguments).
+    static func functions(from result: PostgresResult) -> [String: [PostgRESTFunction]] {
+        var byOID: [(oid: String, function: PostgRESTFunction?, defaults: Int)] = []
+        for row in result.rows {
+            guard row.count == 10, let oid = row[0], let name = row[1], let typtype = row[3], let returnType = row[4] else { continue }
+            if byOID.last?.oid != oid {
+                let returns: PostgRESTFunction.Returns = if row[2] == "true" { .set } else if returnType == "void" { .void }
+                    else if typtype == "c" || returnType == "record" { .row } else { .scalar }
+                byOID.append((oid, PostgRESTFunction(schema: schema, name: name, arguments: [], returns: returns,
+                                                     isVolatile: row[5] == "v"), Int(row[7] ?? "") ?? 0))
+            }
+            guard row[9] != nil else { continue }  // no arguments
+            guard let argumentName = row[8], !argumentName.isEmpty, let type = row[9] else {
+                byOID[byOID.count - 1].function = nil
+                continue
+            }
+            byOID[byOID.count - 1].function?.arguments.append(.init(name: argumentName, type: type))
+        }
+        var functions: [String: [PostgRESTFunction]] = [:]
+        for (_, candidate, defaults) in byOID {
+            guard var function = candidate else { continue }
+            // The last `pronargdefaults` input arguments have defaults.
+            for index in function.arguments.indices where index >= function.arguments.count - defaults {
+                function.arguments[index].hasDefault = true
+            }
+            functions[function.name, default: []].append(function)
+        }
+        return functions
     }
 
     /// Groups the introspection rows `(table, column, type, is_pk)` into table descriptions.

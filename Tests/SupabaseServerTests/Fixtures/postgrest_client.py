@@ -116,6 +116,20 @@ def main():
           f"embedding returned {embedded.data!r}")
     summary["embedding"] = True
 
+    # Function calls (POST, and GET for a read-only call).
+    member = client.rpc("is_member", {"conversation": conversation}).execute()
+    check(member.data is True, f"rpc is_member returned {member.data!r}")
+    outsider = client.rpc("is_member", {"conversation": other}, get=True).execute()
+    check(outsider.data is False, f"rpc is_member with GET returned {outsider.data!r}")
+    rooms = client.rpc("member_conversations").execute()
+    check(conversation in rooms.data and other not in rooms.data, f"rpc member_conversations returned {rooms.data!r}")
+    try:
+        client.rpc("no_such_function", {}).execute()
+        fail("calling an unknown function succeeded")
+    except APIError as error:
+        check(error.code == "PGRST202", f"unknown function gave {error.code!r}")
+    summary["rpc"] = True
+
     # RLS keeps alice out of a conversation she is not in.
     hidden = client.table("messages").select("*").eq("conversation_id", other).execute()
     check(hidden.data == [], f"non-member saw {hidden.data!r}")
