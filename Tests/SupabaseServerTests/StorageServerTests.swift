@@ -116,6 +116,44 @@ struct StorageServerTests {
         #expect(leftovers.isEmpty)
     }
 
+    /// Byte ranges on every download route: 206 with Content-Range, 416 past the end, If-Range honoured.
+    @Test("downloads serve one byte range (206, Content-Range), refuse one past the end (416) and honour If-Range")
+    func byteRanges() async throws {
+        let client = StorageTestClient(server: try SupabaseTestServer.required())
+        try await Self.createBucket(client, "ranges", isPublic: true)
+        let user = client.server.token(role: "authenticated", sub: "22222222-2222-2222-2222-222222222222")
+        let bytes = Data((0..<1000).map { UInt8($0 % 256) })
+        let upload = try await client.send(.post, "/object/ranges/video.bin", token: user,
+                                           headers: ["Content-Type": "application/octet-stream"], body: bytes)
+        #expect(upload.status == 200)
+        let sign = try await client.sendJSON(.post, "/object/sign/ranges/video.bin", token: user, ["expiresIn": 60])
+        let signedURL = try #require(try StorageTestClient.json(sign)["signedURL"]?.stringValue)
+        for path in ["/object/ranges/video.bin", "/object/public/ranges/video.bin", "/object/authenticated/ranges/video.bin",
+                     signedURL.replacingOccurrences(of: "/storage/v1", with: "")] {
+            let whole = try await client.send(.get, path, token: user)
+            #expect(whole.status == 200, "\(path)")
+            #expect(whole.headers["Accept-Ranges"] == "bytes")
+            let middle = try await client.send(.get, path, token: user, headers: ["Range": "bytes=100-199"])
+            #expect(middle.status == 206, "\(path)")
+            #expect(middle.body == bytes[100..<200])
+            #expect(middle.headers["Content-Range"] == "bytes 100-199/1000")
+            let tail = try await client.send(.get, path, token: user, headers: ["Range": "bytes=-10"])
+            #expect(tail.body == bytes[990..<1000])
+            #expect(tail.headers["Content-Range"] == "bytes 990-999/1000")
+            let past = try await client.send(.get, path, token: user, headers: ["Range": "bytes=1000-"])
+            #expect(past.status == 416, "\(path)")
+            #expect(past.headers["Content-Range"] == "bytes */1000")
+        }
+        let eTag = try #require(try await client.send(.get, "/object/ranges/video.bin", token: user).headers["ETag"])
+        let same = try await client.send(.get, "/object/ranges/video.bin", token: user,
+                                         headers: ["Range": "bytes=0-9", "If-Range": eTag])
+        #expect(same.status == 206)
+        let changed = try await client.send(.get, "/object/ranges/video.bin", token: user,
+                                            headers: ["Range": "bytes=0-9", "If-Range": "\"another-version\""])
+        #expect(changed.status == 200)
+        #expect(changed.body == bytes)
+    }
+
     /// A second POST is a 409 Duplicate; x-upsert and PUT overwrite.
     @Test("a second POST is a 409 Duplicate; x-upsert and PUT overwrite")
     func duplicateAndUpsert() async throws {

@@ -172,10 +172,12 @@ final class StorageService: Sendable {
         }
     }
 
-    /// The download response: content headers, ETag, `If-None-Match` → 304, `?download=` → attachment.
+    /// The download response: content headers, ETag, `If-None-Match` → 304, `?download=` → attachment, and one
+    /// byte range (`Range: bytes=…`, honoured unless an `If-Range` names another version) → 206 or 416.
     func objectResponse(_ row: StorageObjectRow, data: Data, head: Bool, request: HTTPServerRequest,
                         expires: Date? = nil) -> HTTPServerResponse {
-        var headers: HTTPHeaders = ["Content-Type": row.contentType, "Cache-Control": row.cacheControl, "ETag": row.eTag]
+        var headers: HTTPHeaders = ["Content-Type": row.contentType, "Cache-Control": row.cacheControl, "ETag": row.eTag,
+                                    "Accept-Ranges": "bytes"]
         if let lastModified = Self.httpDate(fromISO: row.updatedAt) { headers["Last-Modified"] = lastModified }
         if let expires { headers["Expires"] = Self.httpDate(expires) }
         if let download = request.queryValue("download") {
@@ -188,7 +190,17 @@ final class StorageService: Sendable {
         }) {
             return HTTPServerResponse(status: 304, headers: headers, body: Data())
         }
-        return HTTPServerResponse(status: 200, headers: headers, body: head ? Data() : data)
+        let ifRange = request.headers["If-Range"].map { $0.trimmingCharacters(in: .whitespaces) }
+        let range = ifRange == nil || ifRange == row.eTag ? HTTPByteRange.resolve(request.headers["Range"], length: data.count) : .whole
+        headers["Content-Range"] = range.contentRange(length: data.count)
+        switch range {
+        case .whole:
+            return HTTPServerResponse(status: 200, headers: headers, body: head ? Data() : data)
+        case let .partial(bytes):
+            return HTTPServerResponse(status: 206, headers: headers, body: head ? Data() : data.subdata(in: data.startIndex + bytes.lowerBound..<data.startIndex + bytes.upperBound))
+        case .unsatisfiable:
+            return HTTPServerResponse(status: 416, headers: headers, body: Data())
+        }
     }
 
     /// An RFC 9110 date.
