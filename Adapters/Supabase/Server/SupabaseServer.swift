@@ -7,8 +7,8 @@ import SwitchboardPostgres
 /// The Supabase-like server: PostgREST-style REST, Phoenix realtime and storage over real PostgreSQL.
 ///
 /// `start()` brings up a private PostgreSQL cluster under the data directory (unless a database URL is
-/// configured), applies the chat schema and any extra SQL files, then serves `/rest/v1`, `/storage/v1` and
-/// `/realtime/v1/websocket` on loopback. `stop()` closes sockets, the pool and the private cluster.
+/// configured), applies the chat schema and any extra SQL files, then serves `/rest/v1`, `/storage/v1`, `/auth/v1`
+/// and `/realtime/v1/websocket` on loopback. `stop()` closes sockets, the pool and the private cluster.
 public final class SupabaseServer: Sendable {
     private struct Running: Sendable {
         var http: HTTPServer
@@ -68,6 +68,7 @@ public final class SupabaseServer: Sendable {
             let context = SupabaseServerContext(configuration: configuration, databaseURL: databaseURL, pool: pool)
             let rest = RestGateway(context: context)
             let storage = try StorageService(context: context)
+            let auth = try AuthService(context: context)
             let realtime = RealtimeHub(context: context)
             try realtime.start()
 
@@ -82,6 +83,7 @@ public final class SupabaseServer: Sendable {
             for method: HTTPMethod in [.get, .head, .post, .put, .patch, .delete, .options] {
                 http.route(method, "/rest/v1") { request in await rest.handle(request) }
                 http.route(method, "/storage/v1") { request in await storage.handle(request) }
+                http.route(method, AuthService.pathPrefix) { request in await auth.handle(request) }
             }
             http.webSocket("/realtime/v1/websocket") { connection in await realtime.serve(connection) }
             let port = try http.start()

@@ -22,6 +22,8 @@ public struct SupabaseServerConfiguration: Sendable {
     public var maxObjectSize = 50 << 20
     /// How long a signed upload URL stays valid.
     public var signedUploadLifetime: Duration = .seconds(2 * 60 * 60)
+    /// How long an access token issued by `/auth/v1` lives (GoTrue's default: one hour).
+    public var authTokenLifetime: Duration = .seconds(3600)
     /// Where diagnostics go; secrets and tokens are never passed to it.
     public var log: (@Sendable (String) -> Void)?
 
