@@ -68,7 +68,7 @@ public final class SupabaseServer: Sendable {
             let context = SupabaseServerContext(configuration: configuration, databaseURL: databaseURL, pool: pool)
             let rest = RestGateway(context: context)
             let storage = try StorageService(context: context)
-            let auth = try AuthService(context: context)
+            let auth = AuthService(context: context)
             let realtime = RealtimeHub(context: context)
             try realtime.start()
 
