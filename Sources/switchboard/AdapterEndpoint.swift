@@ -10,12 +10,16 @@ import XMTPAdapter
 /// ```json
 /// {"adapter": "supabase", "url": "http://127.0.0.1:54321", "conversation": "<uuid>",
 ///  "apiKey": "env:SB_ANON_KEY", "accessToken": "env:SB_BRIDGE_TOKEN", "user": "bridge"}
+/// {"adapter": "supabase", "url": "http://127.0.0.1:54321", "conversation": "<uuid>",
+///  "apiKey": "env:SB_ANON_KEY", "email": "bridge@example.com", "password": "env:SB_BRIDGE_PASSWORD"}
 /// {"adapter": "xmtp", "url": "http://127.0.0.1:5556", "conversation": "<32 hex: group id>",
 ///  "inbox": "bridge", "token": "env:XMTP_TOKEN", "groupSecret": "env:XMTP_GROUP_SECRET",
 ///  "database": "bridge-xmtp.sqlite"}
 /// {"adapter": "socketio", "url": "http://127.0.0.1:8080", "conversation": "room.1",
 ///  "user": "bridge", "token": "env:SIO_BRIDGE_TOKEN"}
 /// ```
+/// `supabase` signs in either with `accessToken` (a JWT whose `sub` is `user`) or with `email` and `password`
+/// through `/auth/v1` (the user is then the account's ID; access tokens are refreshed before they expire).
 /// `socketio` fields: `url` (the server's base URL), `conversation` (its ID, 1–128 of `[A-Za-z0-9._@:-]`, case
 /// kept), `user` (the account the token belongs to), `token` (its bearer token from `POST /auth/register`),
 /// optional `backend` (the backend ID in ID mappings, default `socketio`).
@@ -58,7 +62,15 @@ struct AdapterEndpoint: Sendable {
         case "supabase":
             guard UUIDText.isUUID(conversation) else { throw ConfigError("\(path).conversation", "must be a UUID") }
             _ = try required("apiKey")
-            _ = try required("accessToken")
+            if fields["email"] != nil || fields["password"] != nil {
+                guard fields["accessToken"] == nil else {
+                    throw ConfigError("\(path).accessToken", "give either accessToken or email and password, not both")
+                }
+                _ = try required("email")
+                _ = try required("password")
+            } else {
+                _ = try required("accessToken")
+            }
         case "socketio":
             guard SocketIOAdapter.isValidName(conversation) else {
                 throw ConfigError("\(path).conversation", "must be 1–128 characters of [A-Za-z0-9._@:-]")
@@ -79,7 +91,10 @@ struct AdapterEndpoint: Sendable {
             fields["database"] = database.hasPrefix("/") ? database : baseDirectory.appendingPathComponent(database).path
         }
         let user = fields["user"] ?? fields["inbox"] ?? ""
-        guard !user.isEmpty else { throw ConfigError("\(path).\(adapter == "xmtp" ? "inbox" : "user")", "is required") }
+        // With email and password the user is whoever the sign-in names (checked against `user` when both are given).
+        guard !user.isEmpty || fields["email"] != nil else {
+            throw ConfigError("\(path).\(adapter == "xmtp" ? "inbox" : "user")", "is required")
+        }
         // Socket-style IDs are case-sensitive; UUIDs and hex group IDs are normalised to lower case.
         let normalised = adapter == "socketio" ? conversation : conversation.lowercased()
         return AdapterEndpoint(adapter: adapter, url: url, conversation: ConversationID(normalised),
@@ -120,12 +135,24 @@ struct AdapterEndpoint: Sendable {
         return value
     }
 
-    /// The adapter this endpoint describes, signed in as `user`.
-    func makeAdapter(http: HTTPClient) throws -> any ChatAdapter {
+    /// The adapter this endpoint describes, signed in as `user` (for `supabase` with email and password: signed in
+    /// now, its tokens refreshed from then on).
+    func makeAdapter(http: HTTPClient) async throws -> any ChatAdapter {
         switch adapter {
         case "supabase":
             var configuration = SupabaseAdapter.Configuration(baseURL: url, apiKey: fields["apiKey"] ?? "",
                                                               accessToken: fields["accessToken"] ?? "", localUser: user)
+            if let email = fields["email"], let password = fields["password"] {
+                let session = SupabasePasswordSession(baseURL: url, apiKey: fields["apiKey"] ?? "", email: email,
+                                                      password: password, http: http)
+                let (token, signedIn) = try await session.signIn()
+                guard user.rawValue.isEmpty || user == signedIn else {
+                    throw SwitchboardError(.unauthorized, "\(email) signs in as \(signedIn), not as the endpoint's user \(user)")
+                }
+                configuration.accessToken = token
+                configuration.localUser = signedIn
+                configuration.tokenProvider = { try await session.freshToken() }
+            }
             if let backend = fields["backend"] { configuration.backend = BackendID(backend) }
             return SupabaseAdapter(configuration: configuration, http: http)
         case "socketio":

@@ -69,8 +69,8 @@ enum BridgeCommand {
         let http = HTTPClient()
         let pairs = config.pairs.map { pair in
             BridgeWorkerPair(name: pair.name) {
-                (a: BridgeSide(name: pair.a.adapter, adapter: try pair.a.makeAdapter(http: http), conversation: pair.a.conversation),
-                 b: BridgeSide(name: pair.b.adapter, adapter: try pair.b.makeAdapter(http: http), conversation: pair.b.conversation))
+                (a: BridgeSide(name: pair.a.adapter, adapter: try await pair.a.makeAdapter(http: http), conversation: pair.a.conversation),
+                 b: BridgeSide(name: pair.b.adapter, adapter: try await pair.b.makeAdapter(http: http), conversation: pair.b.conversation))
             }
         }
         var workerConfiguration = BridgeWorkerConfiguration(worker: config.worker)

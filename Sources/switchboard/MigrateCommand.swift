@@ -71,9 +71,9 @@ enum MigrateCommand {
         let http = HTTPClient()
         let migration: Migration
         do {
-            migration = try Migration(source: BridgeSide(name: from.adapter, adapter: try from.makeAdapter(http: http),
+            migration = try Migration(source: BridgeSide(name: from.adapter, adapter: try await from.makeAdapter(http: http),
                                                          conversation: from.conversation),
-                                      target: BridgeSide(name: to.adapter, adapter: try to.makeAdapter(http: http),
+                                      target: BridgeSide(name: to.adapter, adapter: try await to.makeAdapter(http: http),
                                                          conversation: to.conversation),
                                       store: store, configuration: configuration)
         } catch {

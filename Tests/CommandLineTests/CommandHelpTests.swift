@@ -61,6 +61,23 @@ struct CommandHelpTests {
         #expect(unknown.stderr.contains("Run 'switchboard --help' for usage."), "\(unknown.stderr)")
     }
 
+    @Test("a Supabase endpoint takes accessToken or email and password; half or both is an error naming the field")
+    func supabaseEndpointCredentials() async throws {
+        let source = #"{"adapter":"xmtp","url":"http://127.0.0.1:9","conversation":"00112233445566778899aabbccddeeff","inbox":"m","token":"t","groupSecret":"0000000000000000000000000000000000000000000000000000000000000000","database":"m.sqlite"}"#
+        let base = #""adapter":"supabase","url":"http://127.0.0.1:9","conversation":"6f1c1a52-9a1c-4f43-9f0e-3f7d2f1b0a11","apiKey":"k""#
+        for (target, message) in [
+            ("{\(base),\"email\":\"m@example.com\"}", "--to.password: is required"),
+            ("{\(base),\"password\":\"p\"}", "--to.email: is required"),
+            ("{\(base),\"email\":\"m@example.com\",\"password\":\"p\",\"accessToken\":\"t\"}",
+             "--to.accessToken: give either accessToken or email and password, not both"),
+            ("{\(base),\"user\":\"m\"}", "--to.accessToken: is required"),
+        ] {
+            let result = try await Self.run(["migrate", "--from", source, "--to", target])
+            #expect(result.status == 2, "\(target): \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(target): \(result.stderr)")
+        }
+    }
+
     @Test("a stray argument is a usage error naming it, never ignored (conformance -h used to run the whole kit)",
           arguments: [["conformance", "memory"], ["demo", "now"], ["burst", "--count", "1", "x"], ["migrate", "all"],
                       ["xmtp", "send", "hello"], ["serve", "xmtp", "--port", "0", "extra"], ["bridge", "cfg.json"]])

@@ -116,12 +116,13 @@ struct AdapterTestServer: Sendable {
     let root: URL
     let baseURL: URL
 
-    /// Starts the server; fails (never skips) when that is impossible.
-    static func start() async throws -> AdapterTestServer {
+    /// Starts the server (its configuration adjusted by `configure`); fails (never skips) when that is impossible.
+    static func start(_ configure: (inout SupabaseServerConfiguration) -> Void = { _ in }) async throws -> AdapterTestServer {
         let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-adapter-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        let server = SupabaseServer(configuration: SupabaseServerConfiguration(dataDirectory: root.appendingPathComponent("server"),
-                                                                               jwtSecret: jwtSecret))
+        var configuration = SupabaseServerConfiguration(dataDirectory: root.appendingPathComponent("server"), jwtSecret: jwtSecret)
+        configure(&configuration)
+        let server = SupabaseServer(configuration: configuration)
         let port = try await server.start()
         return AdapterTestServer(server: server, root: root, baseURL: URL(string: "http://127.0.0.1:\(port)")!)
     }
@@ -134,8 +135,9 @@ struct AdapterTestServer: Sendable {
 
     /// Starts a server, runs `body` with it, then stops it and removes its directory, whether `body` throws or not
     /// (a `defer` can only start the stop in a task the process may not wait for: its directory stayed behind).
-    static func run<T>(_ body: (AdapterTestServer) async throws -> T) async throws -> T {
-        let server = try await start()
+    static func run<T>(_ configure: (inout SupabaseServerConfiguration) -> Void = { _ in },
+                       _ body: (AdapterTestServer) async throws -> T) async throws -> T {
+        let server = try await start(configure)
         do {
             let result = try await body(server)
             await server.stop()

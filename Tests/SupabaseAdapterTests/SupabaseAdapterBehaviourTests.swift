@@ -64,6 +64,54 @@ struct SupabaseAdapterBehaviourTests {
         return try #require(try await adapter.publish(prepared).remoteID)
     }
 
+    @Test("an adapter signed in with email and password refreshes its token before it expires, and signs in again after a sign-out")
+    func passwordSession() async throws {
+        try await AdapterTestServer.run({ $0.authTokenLifetime = .seconds(32) }) { server in
+            let signer = JWTSigner(secret: AdapterTestServer.jwtSecret)
+            let anonKey = signer.sign(claims: ["role": "anon"])
+            let http = HTTPClient()
+            func auth(_ path: String, token: String? = nil, _ body: JSONValue) async throws -> HTTPResponse {
+                var headers: HTTPHeaders = ["apikey": anonKey, "Content-Type": "application/json"]
+                if let token { headers["Authorization"] = "Bearer \(token)" }
+                let url = try #require(URL(string: server.baseURL.absoluteString + "/auth/v1/\(path)"))
+                return try await http.send(HTTPRequest(method: .post, url: url, headers: headers, body: Data(body.serialized.utf8)))
+            }
+            let signUp = try await auth("signup", ["email": "ivy@example.com", "password": "ivy-password"])
+            #expect(signUp.status == 200)
+            let wrong = SupabasePasswordSession(baseURL: server.baseURL, apiKey: anonKey, email: "ivy@example.com", password: "nope-nope")
+            let refused = await #expect(throws: SwitchboardError.self) { try await wrong.signIn() }
+            #expect(refused?.code == .unauthorized)
+            #expect(refused?.message.contains("Invalid login credentials") == true)
+
+            let session = SupabasePasswordSession(baseURL: server.baseURL, apiKey: anonKey, email: "ivy@example.com", password: "ivy-password")
+            let (token, user) = try await session.signIn()
+            #expect(UUIDText.isUUID(user.rawValue))
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let conversation = try await harness.createConversation(members: [user, "bob"])
+            var configuration = SupabaseAdapter.Configuration(baseURL: server.baseURL, apiKey: anonKey, accessToken: token, localUser: user)
+            configuration.tokenProvider = { try await session.freshToken() }
+            let adapter = SupabaseAdapter(configuration: configuration)
+            _ = try await Self.send(adapter, "before the refresh", in: conversation)
+            // The token expires in 32 s and the adapter refreshes 30 s ahead: after 3 s it must have rotated.
+            try await Task.sleep(for: .seconds(3))
+            _ = try await Self.send(adapter, "after the refresh", in: conversation)
+            let rotated = try await server.server.context!.pool.withConnection {
+                try $0.query("SELECT count(*) FROM auth.refresh_tokens t JOIN auth.sessions s ON s.id = t.session_id "
+                             + "WHERE s.user_id = $1::uuid AND t.revoked", [user.rawValue])
+            }
+            #expect((Int(rotated.rows.first?.first.flatMap { $0 } ?? "0") ?? 0) >= 1, "the refresh token was used")
+            // Every session ended on the server: the next refresh falls back to the password.
+            #expect(try await auth("logout?scope=global", token: try await session.freshToken(), .object([])).status == 204)
+            try await Task.sleep(for: .seconds(3))
+            _ = try await Self.send(adapter, "after a sign-out", in: conversation)
+            #expect(try await adapter.messageCount(in: conversation) == 3)
+            let sessions = try await server.server.context!.pool.withConnection {
+                try $0.query("SELECT count(*) FROM auth.sessions WHERE user_id = $1::uuid", [user.rawValue])
+            }
+            #expect(sessions.rows.first?.first == "1", "the refused refresh was followed by a new password sign-in")
+        }
+    }
+
     @Test("presence: each member sees the other online; a member whose stream ends goes offline")
     func presence() async throws {
         try await AdapterTestServer.run { server in

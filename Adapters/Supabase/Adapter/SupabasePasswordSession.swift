@@ -1,0 +1,75 @@
+import Foundation
+import SwitchboardCore
+import SwitchboardNet
+
+/// A user signed in to `/auth/v1` with email and password, as `supabase.auth.sign_in_with_password` does: it keeps
+/// the refresh token and hands out fresh access tokens, so an adapter whose `tokenProvider` is `freshToken` never
+/// runs on an expired one.
+///
+/// Refreshing uses the (rotating) refresh token; when that is refused (the session was ended) it signs in again
+/// with the password. The password and tokens are kept in memory only and never logged.
+public actor SupabasePasswordSession {
+    private let baseURL: URL
+    private let apiKey: String
+    private let email: String
+    private let password: String
+    private let http: HTTPClient
+    private var refreshToken: String?
+
+    /// A session for `email` at `baseURL` (the project's `apiKey` goes with every request); nothing is sent yet.
+    public init(baseURL: URL, apiKey: String, email: String, password: String, http: HTTPClient = HTTPClient()) {
+        self.baseURL = baseURL
+        self.apiKey = apiKey
+        self.email = email
+        self.password = password
+        self.http = http
+    }
+
+    /// Signs in with the password; returns the access token and the user's ID (the token's `sub`).
+    public func signIn() async throws -> (accessToken: String, user: UserID) {
+        let session = try await grant("password", ["email": .string(email), "password": .string(password)])
+        guard let id = session["user"]?["id"]?.stringValue else {
+            throw SwitchboardError(.transport, "the auth server's session names no user")
+        }
+        return (try accessToken(session), UserID(id))
+    }
+
+    /// A new access token: by the refresh token, or by the password when there is none or it is refused.
+    public func freshToken() async throws -> String {
+        if let refreshToken {
+            do {
+                return try accessToken(try await grant("refresh_token", ["refresh_token": .string(refreshToken)]))
+            } catch let error as SwitchboardError where error.code == .unauthorized {
+                self.refreshToken = nil
+            }
+        }
+        return try await signIn().accessToken
+    }
+
+    private func accessToken(_ session: JSONValue) throws -> String {
+        guard let token = session["access_token"]?.stringValue, let refresh = session["refresh_token"]?.stringValue else {
+            throw SwitchboardError(.transport, "the auth server's answer carries no tokens")
+        }
+        refreshToken = refresh
+        return token
+    }
+
+    /// `POST /auth/v1/token?grant_type=<type>`; a refusal (4xx) is `unauthorized` with GoTrue's message.
+    private func grant(_ type: String, _ body: [String: JSONValue]) async throws -> JSONValue {
+        var components = URLComponents(url: baseURL.appendingPathComponent("auth/v1/token"), resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "grant_type", value: type)]
+        guard let url = components?.url else { throw SwitchboardError(.invalidArgument, "bad auth URL from \(baseURL)") }
+        let request = HTTPRequest(method: .post, url: url,
+                                  headers: ["apikey": apiKey, "Content-Type": "application/json"],
+                                  body: Data(JSONValue.object(body.sorted { $0.key < $1.key }).serialized.utf8),
+                                  timeout: .seconds(30))
+        let response = try await http.send(request)
+        let json = JSONValue.parseOrNil(response.body)
+        guard response.isSuccess, let json else {
+            let message = json?["msg"]?.stringValue ?? json?["message"]?.stringValue ?? "HTTP \(response.status)"
+            let code: SwitchboardError.Code = (400..<500).contains(response.status) ? .unauthorized : .transport
+            throw SwitchboardError(code, "sign-in as \(email) failed: \(message)")
+        }
+        return json
+    }
+}
