@@ -64,6 +64,11 @@ struct AuthServiceTests {
         #expect(weak.json?["error_code"] == .string("weak_password"))
         let noKey = try await Self.send(server, .post, "signup", apikey: nil, body: Self.credentials("eve@example.com", "123456"))
         #expect(noKey.status == 401)
+        let huge = try await Self.send(server, .post, "signup", body: .object([
+            ("email", .string("eve@example.com")), ("password", .string("eve-password")),
+            ("data", .object([("blob", .string(String(repeating: "x", count: 70_000)))])),
+        ]))
+        #expect(huge.status == 413)
     }
 
     @Test("password sign-in, the same refusal for a wrong password and an unknown email; user reads and updates")

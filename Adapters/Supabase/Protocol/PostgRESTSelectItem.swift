@@ -89,7 +89,8 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
 
     /// Parses one trimmed item: `column`, `alias:column`, `column::type`, `alias:column::type` or `*`.
     static func parse(_ text: String, failure: String) throws -> PostgRESTSelectItem {
-        guard !text.isEmpty, !text.contains("->"), !text.contains("\""), !text.contains(")") else {
+        guard !text.isEmpty else { throw PostgRESTError.parse(failure, details: "empty column name") }
+        guard !text.contains("->"), !text.contains("\""), !text.contains(")") else {
             throw PostgRESTError.parse(failure, details: "JSON paths and quoted names are not supported: "
                                            + "plain columns, 'alias:column', 'column::type', '*' and 'table(...)'")
         }

@@ -18,6 +18,8 @@ final class AuthService: Sendable {
     static let pathPrefix = "/auth/v1"
     /// The bcrypt cost of new password hashes (GoTrue's default).
     static let bcryptCost = 10
+    /// The largest request body accepted (credentials and user metadata are small).
+    static let maxBodySize = 64 << 10
 
     /// The shared server context (configuration, pool, signer).
     let context: SupabaseServerContext
@@ -338,8 +340,11 @@ final class AuthService: Sendable {
                         emailConfirmedAt: row[6], lastSignInAt: row[7])
     }
 
-    /// The request's JSON object body; `validation_failed` otherwise.
+    /// The request's JSON object body; `validation_failed` otherwise, 413 beyond `maxBodySize`.
     private static func body(_ request: HTTPServerRequest) throws(AuthError) -> JSONValue {
+        guard request.body.count <= maxBodySize else {
+            throw AuthError(status: 413, errorCode: "request_too_large", message: "The request body is larger than \(maxBodySize) bytes")
+        }
         guard let body = JSONValue.parseOrNil(request.body), body.objectValue != nil else {
             throw AuthError(status: 400, errorCode: "validation_failed", message: "Could not read the request body: a JSON object is required")
         }
