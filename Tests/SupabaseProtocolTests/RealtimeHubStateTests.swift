@@ -126,6 +126,32 @@ private let plainConfig: JSONValue = ["broadcast": ["self": false, "ack": false]
         #expect(messages(back, for: 1).map(\.event) == ["broadcast"])
     }
 
+    /// A REST API broadcast reaches every socket on the topic with the same privacy; binary goes to V2 sockets only.
+    @Test("a broadcast from the REST API reaches the topic's sockets (same privacy); bytes only V2 sockets")
+    func serverBroadcast() throws {
+        var hub = makeHub()
+        for socket in 1...2 { _ = hub.connect(socket: socket, version: .v2, apiKey: nil, now: now) }
+        _ = hub.connect(socket: 3, version: .v1, apiKey: nil, now: now)
+        _ = hub.connect(socket: 4, version: .v2, apiKey: nil, now: now)
+        _ = hub.receive(socket: 1, text: joinV2(config: plainConfig), now: now)
+        _ = hub.receive(socket: 2, text: joinV2(topic: "realtime:other", config: plainConfig), now: now)
+        let v1Join = #"{"topic":"realtime:room","event":"phx_join","payload":{"config":{},"access_token":"good-bob"},"ref":"1","join_ref":"1"}"#
+        _ = hub.receive(socket: 3, text: v1Join, now: now)
+        let privateConfig: JSONValue = ["broadcast": ["self": false, "ack": false], "presence": ["key": "", "enabled": false],
+                                        "postgres_changes": [], "private": true]
+        _ = hub.receive(socket: 4, text: joinV2(config: privateConfig), now: now)
+
+        let json = hub.serverBroadcast(topic: "realtime:room", isPrivate: false, event: "note", json: ["n": 1], binary: nil)
+        #expect(Set(json.map(\.socket)) == [1, 3], "the topic's public sockets, v1 and v2")
+        #expect(messages(json, for: 1).first?.payload == ["type": "broadcast", "event": "note", "payload": ["n": 1]])
+        #expect(messages(json, for: 3, version: .v1).first?.payload == ["type": "broadcast", "event": "note", "payload": ["n": 1]])
+        let bytes = hub.serverBroadcast(topic: "realtime:room", isPrivate: false, event: "blob", json: nil, binary: [1, 2, 3])
+        #expect(bytes.map(\.socket) == [1], "a JSON client cannot take raw bytes")
+        guard case .binary(let frame)? = bytes.first?.frame else { Issue.record("expected a binary frame"); return }
+        #expect(try PhoenixUserBroadcast.decode(frame).payload == [1, 2, 3])
+        #expect(hub.serverBroadcast(topic: "realtime:room", isPrivate: true, event: "x", json: [:], binary: nil).map(\.socket) == [4])
+    }
+
     /// Binary broadcast relays as user broadcast.
     @Test func binaryBroadcastRelaysAsUserBroadcast() throws {
         var hub = makeHub()

@@ -454,5 +454,37 @@ struct RealtimeServerTests {
         let summary = try #require(JSONValue.parseOrNil(String(result.stdout.split(separator: "\n").last ?? "")))
         #expect(summary["presence"] == ["alice"])
         #expect(summary["broadcast"]?["who"] == "alice")
+        #expect(summary["rest_broadcast"]?["who"] == "rest", "http_send through /realtime/v1/api/broadcast")
+    }
+
+    /// The REST broadcast API over HTTP: both request shapes reach joined sockets; keys and privacy are checked.
+    @Test("POST /realtime/v1/api/broadcast (messages list and /<topic>/events/<event>) reaches joined sockets; keys checked")
+    func restBroadcastAPI() async throws {
+        let server = try SupabaseTestServer.required()
+        let token = server.token(role: "authenticated", sub: "alice")
+        let socket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        _ = try await socket.join("realtime:api-room", config: ["broadcast": ["self": false]], token: token)
+        let http = HTTPClient()
+        func post(_ path: String, key: String?, contentType: String = "application/json", _ body: String) async throws -> Int {
+            var headers = HTTPHeaders()
+            if let key { headers.add("apikey", key) }
+            headers.add("Content-Type", contentType)
+            let url = try #require(URL(string: server.baseURL + "/realtime/v1/api/broadcast" + path))
+            return try await http.send(HTTPRequest(method: .post, url: url, headers: headers, body: Data(body.utf8))).status
+        }
+        #expect(try await post("", key: server.anonKey,
+                               #"{"messages":[{"topic":"api-room","event":"note","payload":{"n":1}}]}"#) == 202)
+        let first = try await socket.next(where: { $0.event == "broadcast" })
+        #expect(first.payload["event"] == "note")
+        #expect(first.payload["payload"]?["n"] == 1)
+        #expect(try await post("/api-room/events/ping", key: server.anonKey, #"{"n":2}"#) == 202)
+        let second = try await socket.next(where: { $0.event == "broadcast" })
+        #expect(second.payload["event"] == "ping")
+        #expect(second.payload["payload"]?["n"] == 2)
+        #expect(try await post("", key: nil, #"{"messages":[]}"#) == 401)
+        #expect(try await post("", key: server.anonKey, #"{"nope":1}"#) == 400)
+        #expect(try await post("/api-room/events/ping?private=true", key: server.anonKey, #"{"n":3}"#) == 403)
+        #expect(try await post("/api-room/nothing", key: server.anonKey, "{}") == 404)
+        await socket.close()
     }
 }

@@ -339,6 +339,25 @@ public struct RealtimeHubState: Sendable {
         return out
     }
 
+    /// A broadcast sent through the REST API (`POST /realtime/v1/api/broadcast`), from no socket: `payload` goes to
+    /// every socket joined to `topic` (the full `realtime:…` topic) with the same privacy. A JSON payload goes as
+    /// a text `broadcast` to every socket; a binary one as a V2 user-broadcast frame to V2 sockets only (a JSON
+    /// serializer client cannot take raw bytes).
+    public func serverBroadcast(topic: String, isPrivate: Bool, event: String, json: JSONValue?, binary: [UInt8]?) -> [RealtimeDelivery] {
+        var out: [RealtimeDelivery] = []
+        for id in sockets.keys.sorted() {
+            guard let socket = sockets[id], !socket.closing, let joined = socket.channels[topic], joined.isPrivate == isPrivate else { continue }
+            if let json {
+                let payload: JSONValue = ["type": "broadcast", "event": .string(event), "payload": json]
+                out.append(send(id, PhoenixMessage(joinRef: nil, ref: nil, topic: topic, event: "broadcast", payload: payload)))
+            } else if let binary, socket.version == .v2,
+                      let bytes = try? PhoenixUserBroadcast(topic: topic, userEvent: event, encoding: .binary, payload: binary).encode() {
+                out.append(RealtimeDelivery(socket: id, frame: .binary(bytes)))
+            }
+        }
+        return out
+    }
+
     /// `presence` track/untrack: updates the meta and sends `presence_diff` to the topic.
     private mutating func presence(socket: Int, channel: Channel, message: PhoenixMessage) -> [RealtimeDelivery] {
         let payload = message.payload.objectValue ?? [:]

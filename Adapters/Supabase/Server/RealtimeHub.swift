@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import Synchronization
 import SupabaseProtocol
 import SwitchboardNet
@@ -113,6 +114,11 @@ final class RealtimeHub: Sendable {
             defer { state = current }
             deliver(body(&current))
         }
+    }
+
+    /// Sends a broadcast from the REST API to the sockets joined to `topic` (see `RealtimeHubState.serverBroadcast`).
+    func broadcast(topic: String, isPrivate: Bool, event: String, json: JSONValue?, binary: [UInt8]?) {
+        apply { $0.serverBroadcast(topic: topic, isPrivate: isPrivate, event: event, json: json, binary: binary) }
     }
 
     /// Queues each delivery on its socket's outbox.

@@ -85,6 +85,7 @@ public final class SupabaseServer: Sendable {
                 http.route(method, "/storage/v1") { request in await storage.handle(request) }
                 http.route(method, AuthService.pathPrefix) { request in await auth.handle(request) }
             }
+            http.route(.post, RealtimeHub.broadcastPath) { request in realtime.handleBroadcastAPI(request) }
             http.webSocket("/realtime/v1/websocket") { connection in await realtime.serve(connection) }
             let port = try http.start()
             running.withLock { $0 = Running(http: http, context: context, realtime: realtime, cluster: cluster) }

@@ -5,7 +5,8 @@ Usage:
       Subscribes to postgres_changes on public.messages filtered by conversation, touches <ready-file> once
       SUBSCRIBED, then prints one JSON line per change and exits after an INSERT, an UPDATE and a DELETE.
   realtime_client.py broadcast_presence <ws-url> <token>
-      Two clients on one channel: presence sync/join events and a broadcast from one to the other.
+      Two clients on one channel: presence sync/join events, a broadcast from one to the other over the socket
+      and one through the REST broadcast API (http_send).
 Exit status 0 on success; failures print a reason to stderr.
 """
 
@@ -99,7 +100,16 @@ async def broadcast_presence(url, token):
     payload = await asyncio.wait_for(received, 10)
     if payload.get("event") != "typing" or payload.get("payload", {}).get("who") != "alice":
         raise RuntimeError(f"unexpected broadcast {payload}")
-    print(json.dumps({"presence": sorted(state.keys()), "joins": joins, "broadcast": payload["payload"]}), flush=True)
+
+    # The same event through the REST broadcast API (http_send), which needs no joined socket.
+    from_rest = asyncio.get_running_loop().create_future()
+    b_channel.on_broadcast("shout", lambda p: from_rest.done() or from_rest.set_result(p))
+    await a_channel.http_send("shout", {"who": "rest"})
+    rest_payload = await asyncio.wait_for(from_rest, 10)
+    if rest_payload.get("payload", {}).get("who") != "rest":
+        raise RuntimeError(f"unexpected REST broadcast {rest_payload}")
+    print(json.dumps({"presence": sorted(state.keys()), "joins": joins, "broadcast": payload["payload"],
+                      "rest_broadcast": rest_payload["payload"]}), flush=True)
     await alice.close()
     await bob.close()
 
