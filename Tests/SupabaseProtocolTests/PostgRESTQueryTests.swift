@@ -122,6 +122,22 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         #expect(try pgParse([("select", "*,reactions(*)")]).select == ["*", PostgRESTSelectItem(column: "reactions", embedded: ["*"])])
     }
 
+    @Test("dotted keys filter, order and page an embedded resource; !inner marks it; a dotted key naming no embedding stays a column")
+    func embeddedOptions() throws {
+        let q = try pgParse([("msg.rooms.title", "eq.x"), ("reactions.symbol", "in.(a,b)"), ("reactions.order", "at.desc"),
+                             ("reactions.limit", "2"), ("reactions.offset", "1"), ("reactions.or", "(a.eq.1,b.eq.2)"),
+                             ("select", "id,reactions!inner(symbol),msg:messages(body,rooms(title))"), ("id", "eq.1"),
+                             ("other.x", "eq.1")])
+        #expect(q.select?[1] == PostgRESTSelectItem(column: "reactions", embedded: ["symbol"], isInner: true))
+        let reactions = try #require(q.embeddedOptions["reactions"])
+        #expect(reactions.conditions.count == 2)
+        #expect(reactions.order == [PostgRESTOrder(column: "at", direction: .desc)])
+        #expect(reactions.limit == 2 && reactions.offset == 1)
+        #expect(q.embeddedOptions["msg.rooms"]?.conditions == [.filter(PostgRESTFilter(column: "title", operation: .eq("x")))])
+        #expect(q.conditions.flatMap(\.columns) == ["id", "other.x"], "not embedded: an ordinary (unknown) column")
+        #expect(pgError { _ = try pgParse([("select", "reactions(*)"), ("reactions.limit", "x")]) }?.code == "PGRST100")
+    }
+
     @Test("the containment, regex, distinctness and full-text operators parse, at the top and inside logic trees")
     func moreOperators() throws {
         #expect(try pgFilter("tags", "cs.{a,b}").operation == .contains("{a,b}"))
@@ -208,7 +224,7 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         ("limit", "abc"), ("limit", "-1"), ("offset", "1.5"),
         ("order", "a.up"), ("order", "a.desc.asc"), ("order", ""), ("order", "a,"),
         ("select", "a,"), ("select", "id,author(name"), ("select", "id,author(name))"), ("select", "a(b)c"),
-        ("select", "author!inner(name)"), ("select", "...author(name)"), ("select", ":author(name)"), ("select", "x:"), ("select", ":id"), ("select", "a:b:c"),
+        ("select", "author!fk(name)"), ("select", "...author(name)"), ("select", ":author(name)"), ("select", "x:"), ("select", ":id"), ("select", "a:b:c"),
         ("select", "id::"), ("select", "id::text from t"), ("select", "id::text;select"), ("select", "id::int)"),
         ("select", "id::1int"), ("select", "*::text"), ("select", "all:*"), ("select", "meta->a"),
         ("id", "fts(english.cat"), ("id", "fts().cat"), ("id", "xfts(english).cat"), ("or", "(a.cs.{1,2)"),
@@ -226,8 +242,8 @@ func pgFilter(_ key: String, _ value: String) throws -> PostgRESTFilter {
         let f = pgError { _ = try pgParse([("id", "foo.1")]) }
         #expect(f?.message == "failed to parse filter (foo.1)")
         #expect(f?.details == "unknown operator 'foo'")
-        let s = pgError { _ = try pgParse([("select", "id,author!inner(name)")]) }
-        #expect(s?.details == "spreads ('...') and embedding hints ('!inner', '!fk') are not supported by this server")
+        let s = pgError { _ = try pgParse([("select", "id,author!author_fkey(name)")]) }
+        #expect(s?.details == "spreads ('...') and foreign-key hints ('!fk') are not supported by this server")
         let body = PostgRESTError(status: 400, code: "42703", message: "column t.\"x does not exist", hint: "a\nb").jsonBody
         #expect(body == #"{"code":"42703","message":"column t.\"x does not exist","details":null,"hint":"a\nb"}"#)
         #expect(PostgRESTError.undefinedColumn(table: "posts", column: "foo")

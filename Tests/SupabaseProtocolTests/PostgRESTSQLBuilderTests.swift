@@ -74,6 +74,18 @@ import Testing
             .delete(q([("select", "who,messages(body,rooms(*))")], [("Prefer", "return=representation")]))
         #expect(nested.sql.contains("WHERE _pgrst_e1.\"id\" = _pgrst_rows.\"message_id\""))
         #expect(nested.sql.contains("FROM \"public\".\"rooms\" AS _pgrst_e2 WHERE _pgrst_e2.\"id\" = _pgrst_e1.\"room_id\""))
+        // Filters, order and paging of the embedded rows; !inner keeps only parents with a matching row.
+        let filtered = try builder.select(q([("select", "body,likes!inner(who)"), ("likes.who", "neq.me"),
+                                             ("likes.order", "who.desc"), ("likes.limit", "3"), ("id", "gt.0")]))
+        #expect(filtered.sql == base + "NULL::bigint AS total FROM (SELECT \"body\", "
+            + "(SELECT coalesce(json_agg(_pgrst_e1_row), '[]') FROM (SELECT \"who\" FROM \"public\".\"likes\" AS _pgrst_e1 "
+            + "WHERE _pgrst_e1.\"message_id\" = \"public\".\"messages\".\"id\" AND \"who\" <> $1::text ORDER BY \"who\" DESC "
+            + "LIMIT $2::bigint) _pgrst_e1_row) AS \"likes\" FROM \"public\".\"messages\" WHERE \"id\" > $3::bigint AND "
+            + "EXISTS (SELECT 1 FROM \"public\".\"likes\" AS _pgrst_e1 WHERE _pgrst_e1.\"message_id\" = \"public\".\"messages\".\"id\" "
+            + "AND \"who\" <> $1::text)) _pgrst_t")
+        #expect(filtered.parameters == ["me", "3", "0"])
+        #expect(pgError { _ = try builder.select(q([("select", "likes(who)"), ("likes.nope", "eq.1")])) }?.message
+            == "column likes.nope does not exist")
         // No relationship, an unknown table, an unknown column of the embedded table, two relationships.
         #expect(pgError { _ = try PostgRESTSQLBuilder(table: rooms, tables: tables).select(q([("select", "likes(*)")])) }?.code == "PGRST200")
         #expect(pgError { _ = try builder.select(q([("select", "nope(*)")])) }?.code == "PGRST200")

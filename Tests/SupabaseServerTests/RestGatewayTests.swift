@@ -434,9 +434,26 @@ struct RestGatewayTests {
         let none = try await client.send(.get, "messages", query: [("select", "body,members(*)")], token: alice)
         #expect(none.status == 400)
         #expect(none.code == "PGRST200")
-        let hinted = try await client.send(.get, "messages", query: [("select", "body,reactions!inner(*)")], token: alice)
+        let hinted = try await client.send(.get, "messages", query: [("select", "body,reactions!reactions_message_id_fkey(*)")], token: alice)
         #expect(hinted.status == 400)
         #expect(hinted.code == "PGRST100")
+
+        // Embedded rows filtered, ordered and paged; !inner keeps only the messages with a matching reaction.
+        let scope = ("conversation_id", "eq.\(conversation)")
+        let party = try await client.send(.get, "messages", query: [
+            scope, ("select", "body,reactions!inner(user_id)"), ("reactions.symbol", "eq.🎉"), ("order", "body"),
+        ], token: alice)
+        #expect(party.status == 200, "\(party.text)")
+        #expect(party.strings("body") == ["hello"], "only the message with a 🎉")
+        #expect(party.rows.first?["reactions"] == .array([.object([("user_id", .string("bob"))])]))
+        let paged = try await client.send(.get, "messages", query: [
+            ("id", "eq.\(message)"), ("select", "body,reactions(symbol)"), ("reactions.order", "user_id.desc"), ("reactions.limit", "1"),
+        ], token: alice)
+        #expect(paged.rows.first?["reactions"] == .array([.object([("symbol", .string("🎉"))])]), "bob's, the first by user_id desc")
+        let outer = try await client.send(.get, "messages", query: [
+            scope, ("select", "body,reactions(user_id)"), ("reactions.symbol", "eq.🎉"), ("order", "body"),
+        ], token: alice)
+        #expect(outer.strings("body") == ["hello", "second"], "without !inner every message stays, with an empty list")
     }
 
     @Test("rpc: POST and GET call functions by argument names, as the caller's role; GET is read-only")

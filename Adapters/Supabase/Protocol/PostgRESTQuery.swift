@@ -18,6 +18,9 @@ public struct PostgRESTQuery: Sendable, Equatable {
     public var insertColumns: [String]?
     /// Parsed `Prefer` header.
     public var preferences: PostgRESTPreferences
+    /// Filters, order and paging of embedded resources by dotted key path (`reactions.symbol=eq.x`,
+    /// `reactions.order=at.desc`, `reactions.limit=2`).
+    public var embeddedOptions: [String: PostgRESTEmbeddedOptions] = [:]
 
     /// Creates a query directly.
     public init(table: String, select: [PostgRESTSelectItem]? = nil, conditions: [PostgRESTLogicTree] = [],
@@ -40,7 +43,14 @@ public struct PostgRESTQuery: Sendable, Equatable {
         var query = PostgRESTQuery(table: table)
         var limit: Int?
         var offset: Int?
+        // A dotted key names an embedded resource's filter or option when its path is one the select embeds; the
+        // select may come later in the query string, so these wait until it is known.
+        var dotted: [(name: String, value: String)] = []
         for (name, value) in queryItems {
+            if name.contains("."), !["not.and", "not.or"].contains(name) {
+                dotted.append((name, value))
+                continue
+            }
             switch name {
             case "select": query.select = try parseSelect(value)
             case "order": query.order += try PostgRESTOrder.parseList(value)
@@ -53,6 +63,24 @@ public struct PostgRESTQuery: Sendable, Equatable {
             default:
                 query.conditions.append(.filter(try PostgRESTFilter.parse(column: name, value: value)))
             }
+        }
+        let paths = PostgRESTSelectItem.embeddedPaths(query.select ?? [])
+        for (name, value) in dotted {
+            let dot = name.lastIndex(of: ".")!
+            let path = String(name[..<dot]), last = String(name[name.index(after: dot)...])
+            guard paths.contains(path) else {
+                query.conditions.append(.filter(try PostgRESTFilter.parse(column: name, value: value)))
+                continue
+            }
+            var options = query.embeddedOptions[path] ?? PostgRESTEmbeddedOptions()
+            switch last {
+            case "order": options.order += try PostgRESTOrder.parseList(value)
+            case "limit": options.limit = try parseCount(value, parameter: name)
+            case "offset": options.offset = try parseCount(value, parameter: name)
+            case "and", "or": options.conditions.append(try PostgRESTLogicTree.parse(key: last, value: value))
+            default: options.conditions.append(.filter(try PostgRESTFilter.parse(column: last, value: value)))
+            }
+            query.embeddedOptions[path] = options
         }
         func header(_ key: String) -> [String] {
             headers.filter { $0.name.lowercased() == key }.map(\.value)
@@ -129,4 +157,19 @@ public struct PostgRESTQuery: Sendable, Equatable {
         }
         return (from, to)
     }
+}
+
+/// What a query asks of one embedded resource besides its columns: filters, order and paging of its rows.
+public struct PostgRESTEmbeddedOptions: Sendable, Equatable {
+    /// Conditions on the embedded rows, combined with AND.
+    public var conditions: [PostgRESTLogicTree] = []
+    /// Ordering of the embedded rows.
+    public var order: [PostgRESTOrder] = []
+    /// Most embedded rows per parent row, nil for all.
+    public var limit: Int?
+    /// Embedded rows to skip per parent row.
+    public var offset = 0
+
+    /// No filters, order or paging.
+    public init() {}
 }

@@ -30,8 +30,9 @@ public struct PostgRESTSQLBuilder: Sendable {
     public func select(_ query: PostgRESTQuery) throws -> (sql: String, parameters: [String?]) {
         try validate(query)
         var binder = Binder()
-        let whereClause = try whereSQL(query.conditions, &binder)
-        var inner = "SELECT \(try projection(query, parent: qualifiedName)) FROM \(qualifiedName)\(whereClause)"
+        let projected = try projection(query, parent: qualifiedName, &binder)
+        let whereClause = try whereSQL(query.conditions, &binder, extra: projected.inner)
+        var inner = "SELECT \(projected.sql) FROM \(qualifiedName)\(whereClause)"
         if !query.order.isEmpty {
             inner += " ORDER BY " + query.order.map(orderSQL).joined(separator: ", ")
         }
@@ -117,7 +118,8 @@ public struct PostgRESTSQLBuilder: Sendable {
                 sql += " DO NOTHING"
             }
         }
-        return (try wrapMutation(sql, query), binder.parameters)
+        let statement = try wrapMutation(sql, query, &binder)
+        return (statement, binder.parameters)
     }
 
     /// `UPDATE` (PATCH) of the filtered rows with the body object's keys.
@@ -138,7 +140,8 @@ public struct PostgRESTSQLBuilder: Sendable {
         }
         let sql = "UPDATE \(qualifiedName) SET " + assignments.joined(separator: ", ")
             + (try whereSQL(query.conditions, &binder))
-        return (try wrapMutation(sql, query), binder.parameters)
+        let statement = try wrapMutation(sql, query, &binder)
+        return (statement, binder.parameters)
     }
 
     /// `DELETE` of the filtered rows.
@@ -146,7 +149,8 @@ public struct PostgRESTSQLBuilder: Sendable {
         try validate(query)
         var binder = Binder()
         let sql = "DELETE FROM \(qualifiedName)" + (try whereSQL(query.conditions, &binder))
-        return (try wrapMutation(sql, query), binder.parameters)
+        let statement = try wrapMutation(sql, query, &binder)
+        return (statement, binder.parameters)
     }
 
     // MARK: - Pieces
@@ -165,19 +169,32 @@ public struct PostgRESTSQLBuilder: Sendable {
     }
 
     /// The select list: `*`, or each column quoted, cast (`::type`, a checked type name) and renamed as asked, and
-    /// each embedded resource as a correlated subquery on `parent` (how the statement names the table's rows).
-    private func projection(_ query: PostgRESTQuery, parent: String) throws -> String {
-        guard let items = query.select else { return "*" }
+    /// each embedded resource as a correlated subquery on `parent` (how the statement names the table's rows); with
+    /// the conditions `!inner` embeddings put on the table's own rows.
+    private func projection(_ query: PostgRESTQuery, parent: String, _ binder: inout Binder) throws -> (sql: String, inner: [String]) {
+        guard let items = query.select else { return ("*", []) }
         var embeddings = 0
-        return try projection(items, of: table, parent: parent, embeddings: &embeddings)
+        return try projection(items, of: table, parent: parent, path: "", options: query.embeddedOptions,
+                              binder: &binder, embeddings: &embeddings)
     }
 
-    private func projection(_ items: [PostgRESTSelectItem], of table: PostgRESTTableSchema, parent: String,
-                            embeddings: inout Int) throws -> String {
-        try items.map { item in
-            guard item.column != "*" else { return "*" }
+    private func projection(_ items: [PostgRESTSelectItem], of table: PostgRESTTableSchema, parent: String, path: String,
+                            options: [String: PostgRESTEmbeddedOptions], binder: inout Binder,
+                            embeddings: inout Int) throws -> (sql: String, inner: [String]) {
+        var columns: [String] = []
+        var inner: [String] = []
+        for item in items {
+            guard item.column != "*" else {
+                columns.append("*")
+                continue
+            }
             if let children = item.embedded {
-                return try embedding(item, children, of: table, parent: parent, embeddings: &embeddings)
+                let embedded = try embedding(item, children, of: table, parent: parent,
+                                             path: path.isEmpty ? item.key : path + "." + item.key, options: options,
+                                             binder: &binder, embeddings: &embeddings)
+                columns.append(embedded.value)
+                if let exists = embedded.exists { inner.append(exists) }
+                continue
             }
             guard table.column(named: item.column) != nil else {
                 throw PostgRESTError.undefinedColumn(table: table.name, column: item.column)
@@ -191,16 +208,19 @@ public struct PostgRESTSQLBuilder: Sendable {
                 }
                 sql += "::" + cast
             }
-            if item.alias != nil || item.cast != nil { sql += " AS " + Self.quoteIdentifier(item.alias ?? item.column) }
-            return sql
-        }.joined(separator: ", ")
+            if item.alias != nil || item.cast != nil { sql += " AS " + Self.quoteIdentifier(item.key) }
+            columns.append(sql)
+        }
+        return (columns.joined(separator: ", "), inner)
     }
 
     /// One embedded resource: the related table's rows as a JSON array (it references `table`: one-to-many) or
     /// its one row as a JSON object or null (`table` references it: many-to-one), found through the foreign key
-    /// between the two; row-level security applies to them as to any read.
+    /// between the two, filtered, ordered and paged as `options[path]` asks; row-level security applies to them as
+    /// to any read. For `!inner`, also the `EXISTS` condition that keeps only parent rows with a related row.
     private func embedding(_ item: PostgRESTSelectItem, _ children: [PostgRESTSelectItem], of table: PostgRESTTableSchema,
-                           parent: String, embeddings: inout Int) throws -> String {
+                           parent: String, path: String, options: [String: PostgRESTEmbeddedOptions], binder: inout Binder,
+                           embeddings: inout Int) throws -> (value: String, exists: String?) {
         guard let related = tables[item.column] else {
             throw PostgRESTError(status: 400, code: "PGRST200",
                                  message: "Could not find a relationship between '\(table.name)' and '\(item.column)' in the schema cache",
@@ -224,15 +244,29 @@ public struct PostgRESTSQLBuilder: Sendable {
         } else {
             zip(toOne[0].referencedColumns, toOne[0].columns).map { ($0, $1) }
         }
-        let join = pairs.map { "\(alias).\(Self.quoteIdentifier($0.child)) = \(parent).\(Self.quoteIdentifier($0.parent))" }
-            .joined(separator: " AND ")
-        let columns = try projection(children, of: related, parent: alias, embeddings: &embeddings)
-        let rows = "SELECT \(columns) FROM \(Self.quoteIdentifier(related.schema)).\(Self.quoteIdentifier(related.name)) "
-            + "AS \(alias) WHERE \(join)"
+        var conditions = pairs.map { "\(alias).\(Self.quoteIdentifier($0.child)) = \(parent).\(Self.quoteIdentifier($0.parent))" }
+        let own = options[path] ?? PostgRESTEmbeddedOptions()
+        let child = PostgRESTSQLBuilder(table: related, tables: tables)
+        for column in own.conditions.flatMap(\.columns) + own.order.map(\.column) where related.column(named: column) == nil {
+            throw PostgRESTError.undefinedColumn(table: related.name, column: column)
+        }
+        conditions += try own.conditions.map { try child.treeSQL($0, &binder) }
+        let (columns, nestedInner) = try child.projection(children, of: related, parent: alias, path: path, options: options,
+                                                          binder: &binder, embeddings: &embeddings)
+        let from = "FROM \(Self.quoteIdentifier(related.schema)).\(Self.quoteIdentifier(related.name)) AS \(alias) WHERE "
+            + (conditions + nestedInner).joined(separator: " AND ")
+        var rows = "SELECT \(columns) \(from)"
+        if !own.order.isEmpty { rows += " ORDER BY " + own.order.map(orderSQL).joined(separator: ", ") }
+        if toMany.isEmpty {
+            rows += " LIMIT 1"
+        } else {
+            if let limit = own.limit { rows += " LIMIT " + binder.bind(String(limit), type: "bigint") }
+            if own.offset > 0 { rows += " OFFSET " + binder.bind(String(own.offset), type: "bigint") }
+        }
         let value = toMany.isEmpty
-            ? "(SELECT row_to_json(\(alias)_row) FROM (\(rows) LIMIT 1) \(alias)_row)"
+            ? "(SELECT row_to_json(\(alias)_row) FROM (\(rows)) \(alias)_row)"
             : "(SELECT coalesce(json_agg(\(alias)_row), '[]') FROM (\(rows)) \(alias)_row)"
-        return value + " AS " + Self.quoteIdentifier(item.alias ?? item.column)
+        return (value + " AS " + Self.quoteIdentifier(item.key), item.isInner ? "EXISTS (SELECT 1 \(from))" : nil)
     }
 
     private func validate(_ query: PostgRESTQuery) throws {
@@ -260,9 +294,9 @@ public struct PostgRESTSQLBuilder: Sendable {
         return sql
     }
 
-    private func whereSQL(_ conditions: [PostgRESTLogicTree], _ binder: inout Binder) throws -> String {
-        guard !conditions.isEmpty else { return "" }
-        return " WHERE " + (try conditions.map { try treeSQL($0, &binder) }.joined(separator: " AND "))
+    private func whereSQL(_ conditions: [PostgRESTLogicTree], _ binder: inout Binder, extra: [String] = []) throws -> String {
+        let all = try conditions.map { try treeSQL($0, &binder) } + extra
+        return all.isEmpty ? "" : " WHERE " + all.joined(separator: " AND ")
     }
 
     private func treeSQL(_ tree: PostgRESTLogicTree, _ binder: inout Binder) throws -> String {
@@ -319,10 +353,12 @@ public struct PostgRESTSQLBuilder: Sendable {
     }
 
     /// With `return=representation`, runs the mutation in a CTE with `RETURNING *` and aggregates the rows.
-    private func wrapMutation(_ sql: String, _ query: PostgRESTQuery) throws -> String {
+    private func wrapMutation(_ sql: String, _ query: PostgRESTQuery, _ binder: inout Binder) throws -> String {
         guard query.preferences.returnMode == .representation else { return sql }
+        let projected = try projection(query, parent: "_pgrst_rows", &binder)
+        let filter = projected.inner.isEmpty ? "" : " WHERE " + projected.inner.joined(separator: " AND ")
         return "WITH _pgrst_rows AS (\(sql) RETURNING *) SELECT coalesce(json_agg(_pgrst_t), '[]')::text AS body, "
-            + "count(*) AS total FROM (SELECT \(try projection(query, parent: "_pgrst_rows")) FROM _pgrst_rows) _pgrst_t"
+            + "count(*) AS total FROM (SELECT \(projected.sql) FROM _pgrst_rows\(filter)) _pgrst_t"
     }
 
     /// The text bound for a body value: like `parameterText`, but a JSON string stays JSON for `json`/`jsonb` columns.

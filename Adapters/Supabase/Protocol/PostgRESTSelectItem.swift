@@ -9,13 +9,33 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
     public var cast: String?
     /// For an embedded resource, what to select from the related table; nil for a column.
     public var embedded: [PostgRESTSelectItem]?
+    /// For an embedded resource, `!inner`: only rows with at least one related row (after its filters) are kept.
+    public var isInner: Bool
 
     /// Creates an item.
-    public init(column: String, alias: String? = nil, cast: String? = nil, embedded: [PostgRESTSelectItem]? = nil) {
+    public init(column: String, alias: String? = nil, cast: String? = nil, embedded: [PostgRESTSelectItem]? = nil,
+                isInner: Bool = false) {
         self.column = column
         self.alias = alias
         self.cast = cast
         self.embedded = embedded
+        self.isInner = isInner
+    }
+
+    /// The key the item's value gets in each row: the alias, else the column or table name.
+    public var key: String { alias ?? column }
+
+    /// The dotted key paths of the resources embedded at any depth of `items` (`reactions`, `msg.conversations`):
+    /// what `reactions.symbol=eq.x`, `reactions.order=…` and `reactions.limit=…` name.
+    public static func embeddedPaths(_ items: [PostgRESTSelectItem], prefix: String = "") -> Set<String> {
+        var paths = Set<String>()
+        for item in items {
+            guard let children = item.embedded else { continue }
+            let path = prefix.isEmpty ? item.key : prefix + "." + item.key
+            paths.insert(path)
+            paths.formUnion(embeddedPaths(children, prefix: path))
+        }
+        return paths
     }
 
     /// A plain column: `"id"` in a literal list.
@@ -73,8 +93,15 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
                 alias = String(name[..<colon])
                 name = String(name[name.index(after: colon)...])
             }
+            var isInner = false
+            if name.hasSuffix("!inner") {
+                isInner = true
+                name = String(name.dropLast("!inner".count))
+            } else if name.hasSuffix("!left") {
+                name = String(name.dropLast("!left".count))
+            }
             if name.hasPrefix("...") || name.contains("!") {
-                throw PostgRESTError.parse(failure, details: "spreads ('...') and embedding hints ('!inner', '!fk') "
+                throw PostgRESTError.parse(failure, details: "spreads ('...') and foreign-key hints ('!fk') "
                                                + "are not supported by this server")
             }
             guard !name.isEmpty, !name.contains(":"), !name.contains("::"), alias.map({ !$0.isEmpty }) ?? true else {
@@ -82,7 +109,7 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
             }
             let inner = String(item[item.index(after: open)..<item.index(before: item.endIndex)])
             let children = inner.trimmingSpaces().isEmpty ? ["*"] : try parseList(inner, failure: failure)
-            items.append(PostgRESTSelectItem(column: name, alias: alias, embedded: children))
+            items.append(PostgRESTSelectItem(column: name, alias: alias, embedded: children, isInner: isInner))
         }
         return items
     }

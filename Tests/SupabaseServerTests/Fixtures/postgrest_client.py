@@ -114,6 +114,9 @@ def main():
                 .eq("id", message_id).single().execute())
     check(embedded.data == {"body": "py0 edited", "reactions": [{"symbol": "+1"}], "room": {"id": conversation}},
           f"embedding returned {embedded.data!r}")
+    liked = (client.table("messages").select("body,reactions!inner(symbol)").eq("conversation_id", conversation)
+             .eq("reactions.symbol", "+1").execute())
+    check(liked.data == [{"body": "py0 edited", "reactions": [{"symbol": "+1"}]}], f"!inner embedding returned {liked.data!r}")
     summary["embedding"] = True
 
     # Function calls (POST, and GET for a read-only call).
