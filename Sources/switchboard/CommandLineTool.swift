@@ -91,6 +91,7 @@ enum CommandLineTool {
           --database-url URL      use this PostgreSQL database instead of a private cluster
           --sql FILE              apply this schema file after the built-in migrations (repeatable)
           --max-object-size N     largest storage object in bytes (default 52428800)
+          --jwt-expiry S          lifetime of the access tokens /auth/v1 issues, 30…604800 s (default 3600)
           --verbose               log requests and internals to standard error
 
       serve xmtp                Run the XMTP-like node (MLS API gateway: send/query/subscribe group messages,

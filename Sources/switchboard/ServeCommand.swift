@@ -28,7 +28,7 @@ enum ServeCommand {
 
     private static func serveSupabase(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "jwt-secret", "database-url", "sql", "verbose",
-                                    "max-object-size"], positionals: true)
+                                    "max-object-size", "jwt-expiry"], positionals: true)
         // `--sql FILE ...`: further .sql files may follow the first one without repeating the flag.
         let extraSQL = options.all("sql").isEmpty ? [] : options.positional.filter { $0.hasSuffix(".sql") }
         if let stray = options.positional.first(where: { !extraSQL.contains($0) }) {
@@ -59,6 +59,12 @@ enum ServeCommand {
         if let size = options.value("max-object-size") {
             guard let bytes = Int(size), bytes > 0 else { throw UsageError("--max-object-size must be a positive byte count") }
             configuration.maxObjectSize = bytes
+        }
+        if let expiry = options.value("jwt-expiry") {
+            guard let seconds = Int(expiry), (30...604_800).contains(seconds) else {
+                throw UsageError("--jwt-expiry must be 30…604800 seconds (got '\(expiry)')")
+            }
+            configuration.authTokenLifetime = .seconds(seconds)
         }
         if options.has("verbose") {
             configuration.log = { line in FileHandle.standardError.write(Data("supabase: \(line)\n".utf8)) }

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import SupabaseProtocol
 import SwitchboardNet
 import SwitchboardPostgres
@@ -17,7 +18,8 @@ struct ServeCommandTests {
         defer { try? FileManager.default.removeItem(at: root) }
         let process = Process()
         process.executableURL = try SwitchboardExecutable.locate()
-        process.arguments = ["serve", "supabase", "--port", "0", "--data-dir", root.path, "--jwt-secret", Self.secret]
+        process.arguments = ["serve", "supabase", "--port", "0", "--data-dir", root.path, "--jwt-secret", Self.secret,
+                             "--jwt-expiry", "120"]
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
@@ -37,6 +39,13 @@ struct ServeCommandTests {
         request.headers.add("Authorization", "Bearer \(token)")
         let response = try await client.send(request)
         #expect(response.status == 200)
+        // --jwt-expiry sets the lifetime of the tokens /auth/v1 issues.
+        var signUp = HTTPRequest(method: .post, url: try #require(URL(string: "http://127.0.0.1:\(port)/auth/v1/signup")),
+                                 body: Data(#"{"email":"cli@example.com","password":"cli-password"}"#.utf8))
+        signUp.headers.add("apikey", token)
+        signUp.headers.add("Content-Type", "application/json")
+        let session = JSONValue.parseOrNil(try await client.send(signUp).body)
+        #expect(session?["expires_in"]?.intValue == 120, "\(String(describing: session))")
 
         kill(process.processIdentifier, SIGTERM)
         let exited = await Self.waitForExit(process, timeout: .seconds(30))
@@ -52,6 +61,7 @@ struct ServeCommandTests {
         for (arguments, expected) in [(["serve", "supabase", "--jwt-secret", Self.secret], "--data-dir"),
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", "short"], "--jwt-secret"),
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--port", "70000"], "--port"),
+                                      (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--jwt-expiry", "5"], "--jwt-expiry"),
                                       (["serve", "nosuch"], "unknown backend")] {
             let result = try ChildProcess.run(try SwitchboardExecutable.locate().path, arguments)
             #expect(result.status == 2, "\(arguments)")
