@@ -1,3 +1,5 @@
+import Foundation
+
 /// A `Range: bytes=…` request header resolved against a representation's length (RFC 9110 §14), as a pure value.
 ///
 /// One range is served (`bytes=0-99`, `bytes=100-`, `bytes=-100`); a header this type cannot read, a unit other
@@ -13,12 +15,14 @@ public enum HTTPByteRange: Equatable, Sendable {
     /// Resolves `header` (the `Range` value, nil when absent) against a representation of `length` bytes.
     public static func resolve(_ header: String?, length: Int) -> HTTPByteRange {
         guard let header else { return .whole }
-        let trimmed = header.trimmingSpaces()
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
         guard trimmed.lowercased().hasPrefix("bytes=") else { return .whole }
-        let spec = trimmed.dropFirst("bytes=".count).trimmingSpaces()
+        let spec = trimmed.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
-        let first = spec[..<dash].trimmingSpaces(), last = spec[spec.index(after: dash)...].trimmingSpaces()
-        guard first.allSatisfy(\.isASCIIDigit), last.allSatisfy(\.isASCIIDigit), !(first.isEmpty && last.isEmpty) else {
+        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
+        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        let digits = { (text: String) in text.allSatisfy { $0.isASCII && $0.isNumber } }
+        guard digits(first), digits(last), !(first.isEmpty && last.isEmpty) else {
             return .whole
         }
         if first.isEmpty {  // the last `n` bytes
@@ -46,15 +50,5 @@ public enum HTTPByteRange: Equatable, Sendable {
         case let .partial(bytes): "bytes \(bytes.lowerBound)-\(bytes.upperBound - 1)/\(length)"
         case .unsatisfiable: "bytes */\(length)"
         }
-    }
-}
-
-private extension Character {
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
-}
-
-private extension StringProtocol {
-    func trimmingSpaces() -> String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

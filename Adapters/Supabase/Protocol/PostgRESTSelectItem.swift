@@ -27,15 +27,17 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
 
     /// The dotted key paths of the resources embedded at any depth of `items` (`reactions`, `msg.conversations`):
     /// what `reactions.symbol=eq.x`, `reactions.order=…` and `reactions.limit=…` name.
-    public static func embeddedPaths(_ items: [PostgRESTSelectItem], prefix: String = "") -> Set<String> {
-        var paths = Set<String>()
-        for item in items {
-            guard let children = item.embedded else { continue }
+    public static func embeddedPaths(_ items: [PostgRESTSelectItem]) -> Set<String> {
+        Set(embeddings(items, prefix: "").map(\.path))
+    }
+
+    /// Every embedded resource at any depth of `items` with its dotted key path.
+    private static func embeddings(_ items: [PostgRESTSelectItem], prefix: String) -> [(path: String, item: PostgRESTSelectItem)] {
+        items.flatMap { item -> [(path: String, item: PostgRESTSelectItem)] in
+            guard let children = item.embedded else { return [] }
             let path = prefix.isEmpty ? item.key : prefix + "." + item.key
-            paths.insert(path)
-            paths.formUnion(embeddedPaths(children, prefix: path))
+            return [(path, item)] + embeddings(children, prefix: path)
         }
-        return paths
     }
 
     /// A plain column: `"id"` in a literal list.
@@ -45,11 +47,7 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
 
     /// The tables embedded at any depth of `items`.
     public static func embeddedTables(_ items: [PostgRESTSelectItem]) -> Set<String> {
-        var names = Set<String>()
-        for item in items {
-            if let children = item.embedded { names.insert(item.column); names.formUnion(embeddedTables(children)) }
-        }
-        return names
+        Set(embeddings(items, prefix: "").map(\.item.column))
     }
 
     /// Type names a cast may spell with spaces; any other is one word, optionally an array (`text[]`).

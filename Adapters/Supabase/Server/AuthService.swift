@@ -23,24 +23,18 @@ final class AuthService: Sendable {
 
     /// The shared server context (configuration, pool, signer).
     let context: SupabaseServerContext
-    /// Why `/auth/v1` cannot work on this database (its tables or pgcrypto could not be created), nil when it can.
-    let unavailable: String?
+    /// Whether the auth tables and pgcrypto exist on this database (`/auth/v1` answers 503 otherwise).
+    let isAvailable: Bool
 
     /// Creates the `auth` tables (idempotent). On a database where that is not allowed (`--database-url` with a
     /// role that may not create extensions, say) the rest of the server still starts: `/auth/v1` answers 503.
     init(context: SupabaseServerContext) {
         self.context = context
         do {
-            try context.pool.run { connection in
-                try connection.transaction { connection in
-                    try connection.execute("SET LOCAL client_min_messages = warning")
-                    try connection.execute("SELECT pg_advisory_xact_lock(7031843572)")
-                    try connection.execute(Self.schema)
-                }
-            }
-            unavailable = nil
+            try context.pool.run { try ChatSchema.applyOne(Self.schema, to: $0) }
+            isAvailable = true
         } catch {
-            unavailable = "the auth schema could not be created (pgcrypto and the auth tables are needed): \(error)"
+            isAvailable = false
             context.log("auth: /auth/v1 is unavailable: \(error)")
         }
     }
@@ -85,7 +79,7 @@ final class AuthService: Sendable {
 
     /// Answers one request below `/auth/v1`; every failure is a GoTrue-shaped error body.
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
-        if unavailable != nil {
+        guard isAvailable else {
             let error = AuthError(status: 503, errorCode: "unexpected_failure",
                                   message: "Auth is unavailable on this database: pgcrypto and the auth tables could not be created")
             return Self.json(error.json, status: 503)

@@ -17,12 +17,16 @@ public enum ChatSchema {
 
     /// Applies every migration in order, each in its own transaction, serialised by an advisory lock.
     public static func apply(to connection: PostgresConnection) throws {
-        for migration in migrations {
-            try connection.transaction { connection in
-                try connection.execute("SET LOCAL client_min_messages = warning")
-                try connection.execute("SELECT pg_advisory_xact_lock(7031843571)")
-                try connection.execute(migration.sql)
-            }
+        for migration in migrations { try applyOne(migration.sql, to: connection) }
+    }
+
+    /// Runs one idempotent schema script in its own transaction under the schema lock (so servers starting together
+    /// on one database apply it once), notices about existing objects silenced.
+    static func applyOne(_ sql: String, to connection: PostgresConnection) throws {
+        try connection.transaction { connection in
+            try connection.execute("SET LOCAL client_min_messages = warning")
+            try connection.execute("SELECT pg_advisory_xact_lock(7031843571)")
+            try connection.execute(sql)
         }
     }
 

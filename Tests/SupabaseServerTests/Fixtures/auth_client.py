@@ -15,15 +15,7 @@ import uuid
 from supabase import ClientOptions, create_client
 from supabase_auth.errors import AuthApiError
 
-
-def fail(message):
-    print(f"auth_client.py: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
+from fixture_checks import check, fail
 
 
 def main():

@@ -13,15 +13,7 @@ import sys
 from postgrest.exceptions import APIError
 from supabase import ClientOptions, create_client
 
-
-def fail(message):
-    print(f"postgrest_client.py: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
+from fixture_checks import check, fail
 
 
 def main():
