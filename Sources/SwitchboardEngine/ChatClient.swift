@@ -75,18 +75,34 @@ public actor ChatClient {
         log(.debug, "started with \(entries.count) outbox entries")
     }
 
-    /// Stops the worker, uploads and live streams; persisted work resumes on the next `start()`.
+    /// Stops the worker, uploads and live streams and returns once they have ended; persisted work resumes on the
+    /// next `start()`.
+    ///
+    /// What was cancelled may be inside an adapter call (a publish whose answer is on its way) or a store write:
+    /// `stop()` waits for each to return and record its outcome, so nothing writes to the store once it returns
+    /// and the store can be closed. Adapter calls end early when cancelled; one that does not is waited for.
     public func stop() async {
-        workerTask?.cancel()
+        var running: [Task<Void, Never>] = []
+        if let workerTask {
+            workerTask.cancel()
+            running.append(workerTask)
+        }
         workerTask = nil
         wakeTimer?.cancel()
         wakeContinuation?.resume()
         wakeContinuation = nil
-        for task in uploadTasks.values { task.cancel() }
+        for task in uploadTasks.values {
+            task.cancel()
+            running.append(task)
+        }
         uploadTasks.removeAll()
         uploadTokens.removeAll()
         for state in conversations.values {
-            state.liveTask?.cancel()
+            if let liveTask = state.liveTask {
+                liveTask.cancel()  // cancels the feeder too
+                running.append(liveTask)
+            }
+            if let feeder = state.feederTask { running.append(feeder) }
             for continuation in state.subscribers.values { continuation.finish() }
             state.subscribers.removeAll()
             for task in state.typingExpiry.values { task.cancel() }
@@ -94,6 +110,7 @@ public actor ChatClient {
         }
         conversations.removeAll()
         isStarted = false
+        for task in running { await task.value }
     }
 
     /// Opens a conversation: shows the newest stored page, subscribes to live events and runs a delta sync.
@@ -116,6 +133,7 @@ public actor ChatClient {
                 for await event in stream { inbox.push(event) }
                 inbox.finish()
             }
+            state.feederTask = feeder
             state.liveTask = Task { [weak self] in
                 await withTaskCancellationHandler {
                     for await _ in inbox.rings {
@@ -249,6 +267,8 @@ final class ConversationState {
     var subscribers: [UUID: AsyncStream<SequencedEvent>.Continuation] = [:]
     var sequence: UInt64 = 0
     var liveTask: Task<Void, Never>?
+    /// The task moving the adapter's live events into the inbox (`liveTask` cancels it).
+    var feederTask: Task<Void, Never>?
     var isSyncing = false
     var resyncRequested = false
     var isConnected = false

@@ -105,6 +105,9 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     struct Knobs: Sendable {
         var throwBeforePublish = false
         var throwAfterPublish = false
+        /// How long a publish takes to come back once the backend has the message; cancelling the caller does not
+        /// shorten it (an answer already on its way over the network).
+        var publishAnswerDelay: Duration = .zero
         var uploadDelayBefore: Duration = .zero
         var uploadDelayAfter: Duration = .zero
         var stripForeignKeys = false
@@ -155,12 +158,18 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     }
 
     func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        let (before, after) = knobs.withLock { knobs in
+        let (before, after, answerDelay) = knobs.withLock { knobs in
             knobs.publishCalls += 1
-            return (knobs.throwBeforePublish, knobs.throwAfterPublish)
+            return (knobs.throwBeforePublish, knobs.throwAfterPublish, knobs.publishAnswerDelay)
         }
         if before { throw AdapterExploded() }
         let receipt = try await inner.publish(prepared)
+        if answerDelay > .zero {
+            let nanoseconds = answerDelay.components.seconds * 1_000_000_000 + answerDelay.components.attoseconds / 1_000_000_000
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { done.resume() }
+            }
+        }
         if after { throw AdapterExploded() }
         return receipt
     }

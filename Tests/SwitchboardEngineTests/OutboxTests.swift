@@ -221,6 +221,32 @@ struct OutboxTests {
         }
     }
 
+    @Test("stop() returns once an in-flight publish has come back and its outcome is stored; nothing is written after")
+    func stopWaitsForInFlightPublish() async throws {
+        try await withHarness { h in
+            let wrapped = WrappedAdapter(h.backend.makeAdapter(for: h.alice))
+            // The answer lands 300 ms after the backend stored the message, whatever the caller does meanwhile; the
+            // echo never comes live, so only the publish's outcome can mark the message sent.
+            wrapped.configure {
+                $0.publishAnswerDelay = .milliseconds(300)
+                $0.loseLiveMessages = true
+            }
+            let client = try await h.opened(h.alice, store: "alice", adapter: wrapped)
+            let message = try await client.send("answered after stop began", in: h.room)
+            try #require(await eventually { wrapped.publishCalls >= 1 }, "the worker started publishing")
+            await client.stop()
+
+            let disk = try SQLiteStore(path: h.storePath("alice"))
+            defer { disk.close() }
+            let atStop = try disk.read { tx in try tx.message(message.id)?.delivery }
+            try await Task.sleep(for: .milliseconds(600))
+            let later = try disk.read { tx in try tx.message(message.id)?.delivery }
+            #expect(atStop == later, "the store changed after stop() returned: \(String(describing: atStop)) → \(String(describing: later))")
+            #expect(atStop?.isPublished == true, "the publish that came back during stop() was not recorded: \(String(describing: atStop))")
+            #expect(try disk.read { tx in try tx.outboxEntry(message.id) } == nil, "the outbox still holds the published message")
+        }
+    }
+
     @Test("the ordered event stream numbers events consecutively and rebuilds the timeline")
     func eventSequenceIsConsecutive() async throws {
         try await withHarness { h in
