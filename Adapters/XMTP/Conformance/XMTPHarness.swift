@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SwitchboardConformance
 import SwitchboardCore
 import SwitchboardNet
@@ -36,6 +37,7 @@ public struct XMTPHarness: ConformanceHarness {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-conformance-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let faults = AdapterFaults()
+        let adapters = AdapterReleases()
         let tokens = [alice: aliceToken, bob: bobToken]
         let baseURL = self.baseURL, http = self.http
         return ConformanceFixture(
@@ -52,21 +54,13 @@ public struct XMTPHarness: ConformanceHarness {
                         return secret
                     })
                 configuration.faults = faults
-                return try XMTPAdapter(configuration: configuration, http: http)
+                return adapters.track(try XMTPAdapter(configuration: configuration, http: http))
             },
             faults: faults, clock: ManualClock(),
-            tearDown: { await Self.remove(directory) })
-    }
-
-    /// Removes a fixture's folder. An adapter's last write can still be landing as the scenario ends (its
-    /// connection creates a journal file while the folder is emptied, so the removal finds it not empty): try again
-    /// for up to a second rather than leave the folder behind.
-    static func remove(_ directory: URL) async {
-        for _ in 0..<20 {
-            try? FileManager.default.removeItem(at: directory)
-            guard FileManager.default.fileExists(atPath: directory.path) else { return }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
+            tearDown: {
+                await adapters.waitUntilReleased()
+                try? FileManager.default.removeItem(at: directory)
+            })
     }
 
     /// Registers an inbox; returns its bearer token.
@@ -106,5 +100,31 @@ extension XMTPHarness {
     /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
     public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
         injector as? AdapterFaults
+    }
+}
+
+/// The adapters of one fixture, held weakly. A stopped client's adapter lives on until its live stream's loop has
+/// ended, and its local database closes (checkpointing and deleting its WAL file) when the adapter goes; removing
+/// the fixture's folder before then races that close (the removal fails half way when the WAL vanishes under it).
+final class AdapterReleases: Sendable {
+    private struct Entry: Sendable { weak var adapter: XMTPAdapter? }
+    private let entries = Mutex<[Entry]>([])
+
+    /// Remembers `adapter` and returns it.
+    func track(_ adapter: XMTPAdapter) -> XMTPAdapter {
+        entries.withLock { $0.append(Entry(adapter: adapter)) }
+        return adapter
+    }
+
+    /// Waits until every tracked adapter is gone (its database closed), at most `timeout`; false if some is still
+    /// held then.
+    @discardableResult
+    func waitUntilReleased(timeout: Duration = .seconds(5)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while entries.withLock({ entries in entries.contains { $0.adapter != nil } }) {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
     }
 }
