@@ -21,14 +21,26 @@ public final class PostgresCluster: Sendable {
     /// The process whose exit stops the server (see `init`).
     public let owner: pid_t
     private let state: Mutex<State>
+    /// Picks the port when none was given (a free one by default).
+    private let choosePort: @Sendable () throws -> Int
+
+    /// How often `start` tries a newly chosen port when another process took the chosen one before the server
+    /// could bind it (the kernel hands the same ephemeral ports to outgoing connections).
+    static let portAttempts = 5
 
     /// Describes a cluster in `dataDirectory` on `port`, or on a free port chosen at start when `nil`. Once
     /// started, the server stops when process `owner` (this one by default) ends, even when it is killed and
     /// cannot stop the server itself: a watchdog started with the server checks every second.
-    public init(dataDirectory: URL, port: Int? = nil, owner: pid_t = getpid()) {
+    public convenience init(dataDirectory: URL, port: Int? = nil, owner: pid_t = getpid()) {
+        self.init(dataDirectory: dataDirectory, port: port, owner: owner, choosingPortsWith: Self.freePort)
+    }
+
+    /// `init(dataDirectory:port:owner:)` with the way a port is chosen when none is given (tests).
+    init(dataDirectory: URL, port: Int?, owner: pid_t, choosingPortsWith choosePort: @escaping @Sendable () throws -> Int) {
         self.dataDirectory = dataDirectory.standardizedFileURL
         self.owner = owner
         self.state = Mutex(State(port: port))
+        self.choosePort = choosePort
     }
 
     deinit {
@@ -53,7 +65,7 @@ public final class PostgresCluster: Sendable {
             if state.running, let port = state.port { return Self.url(port: port) }
             let runAsPostgres = geteuid() == 0
             try prepareDirectory(runAsPostgres: runAsPostgres)
-            let port = try state.port ?? Self.freePort()
+            let requested = state.port
             let path = dataDirectory.path
             if !FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
                 try run("initdb", ["-D", path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"],
@@ -63,10 +75,25 @@ public final class PostgresCluster: Sendable {
                 // A previous owner was killed without stopping its server: stop that orphan before starting ours.
                 try? run("pg_ctl", ["-D", path, "-m", "fast", "-w", "stop"], asPostgres: runAsPostgres, step: "pg_ctl stop (orphan)")
             }
-            let options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(path) -c fsync=off"
-            try run("pg_ctl", ["-D", path, "-o", options, "-w", "-l", logURL.path, "start"],
-                    asPostgres: runAsPostgres, step: "pg_ctl start")
-            state.port = port
+            var attempt = 1
+            var port = 0
+            while true {
+                port = try requested ?? choosePort()
+                let logStart = logSize()
+                do {
+                    let options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(path) -c fsync=off"
+                    try run("pg_ctl", ["-D", path, "-o", options, "-w", "-l", logURL.path, "start"],
+                            asPostgres: runAsPostgres, step: "pg_ctl start")
+                    state.port = port
+                    break
+                } catch let error as PostgresError {
+                    // A port chosen here and taken by someone else before the server bound it: choose again. A
+                    // port the caller named is theirs to pick, so that failure stands.
+                    guard requested == nil, attempt < Self.portAttempts,
+                          logText(from: logStart).contains("Address already in use") else { throw error }
+                    attempt += 1
+                }
+            }
             state.running = true
             try startWatchdog()
             return Self.url(port: port)
@@ -176,6 +203,19 @@ public final class PostgresCluster: Sendable {
             let how = exited ? "exited with status \(exitCode)" : "was killed by signal \(status & 0x7f)"
             throw failure("\(step) \(how): \(Self.tail(text)); server log: \(Self.tail(logTail()))")
         }
+    }
+
+    /// The server log's size in bytes (0 when there is none yet).
+    private func logSize() -> UInt64 {
+        ((try? FileManager.default.attributesOfItem(atPath: logURL.path))?[.size] as? NSNumber)?.uint64Value ?? 0
+    }
+
+    /// What the server log holds from byte `offset` on.
+    private func logText(from offset: UInt64) -> String {
+        guard let handle = try? FileHandle(forReadingFrom: logURL) else { return "" }
+        defer { try? handle.close() }
+        try? handle.seek(toOffset: offset)
+        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
     }
 
     private func logTail() -> String {

@@ -1,5 +1,6 @@
 import Foundation
-import SwitchboardPostgres
+import Synchronization
+@testable import SwitchboardPostgres
 import Testing
 import TestSupport
 
@@ -172,4 +173,80 @@ struct PostgresClusterTests {
         }
         try await offCooperativePool { try cluster.stop() }
     }
+
+    @Test("a chosen port taken before the server binds it is chosen again; a port the caller named is not")
+    func takenPortIsChosenAgain() async throws {
+        let holder = try PortHolder()
+        defer { holder.close() }
+        let root = try PostgresTestCluster.makeTemporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+
+        // The first choice is the held port (as when an outgoing connection took it after it was chosen).
+        let choices = Mutex(0)
+        let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("data"), port: nil, owner: getpid(),
+                                      choosingPortsWith: {
+            let first = choices.withLock { count -> Bool in
+                count += 1
+                return count == 1
+            }
+            return first ? holder.port : try PortHolder.freePort()
+        })
+        // Starting waits on initdb and pg_ctl: off the cooperative pool, which the other tests share.
+        let url = try await offCooperativePool { try cluster.start() }
+        defer { try? cluster.stop() }
+        #expect(choices.withLock { $0 } == 2, "the cluster chose \(choices.withLock { $0 }) ports")
+        #expect(!url.contains(":\(holder.port)/"), "started on the held port: \(url)")
+        let connection = try PostgresConnection(url: url)
+        #expect(try connection.query("SELECT 1").rows == [["1"]])
+        connection.close()
+        try await offCooperativePool { try cluster.stop() }
+
+        // Named by the caller: the failure is reported, naming the cause.
+        let named = PostgresCluster(dataDirectory: root.appendingPathComponent("data"), port: holder.port)
+        let refused = try await offCooperativePool { () -> String? in
+            do {
+                try named.start()
+                try? named.stop()
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refused?.contains("Address already in use") == true, "\(refused ?? "started on a port held by another socket")")
+    }
+}
+
+/// A TCP socket listening on a kernel-chosen port of 127.0.0.1, so nothing else can bind it.
+private final class PortHolder: Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Bool in
+                bind(descriptor, raw, length) == 0 && listen(descriptor, 1) == 0 && getsockname(descriptor, raw, &length) == 0
+            }
+        }
+        guard descriptor >= 0, bound else {
+            if descriptor >= 0 { _ = Glibc.close(descriptor) }
+            throw PostgresError(code: .clusterFailed, message: "cannot hold a port for the test")
+        }
+        self.descriptor = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A port free at the moment of asking (bound, read and released).
+    static func freePort() throws -> Int {
+        let holder = try PortHolder()
+        defer { holder.close() }
+        return holder.port
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
 }
