@@ -97,20 +97,19 @@ public actor ChatClient {
         }
         uploadTasks.removeAll()
         uploadTokens.removeAll()
-        for state in conversations.values {
-            if let liveTask = state.liveTask {
-                liveTask.cancel()  // cancels the feeder too
-                running.append(liveTask)
-            }
-            if let feeder = state.feederTask { running.append(feeder) }
-            for continuation in state.subscribers.values { continuation.finish() }
-            state.subscribers.removeAll()
-            for task in state.typingExpiry.values { task.cancel() }
-            state.localTypingIdleTask?.cancel()
-        }
+        for state in conversations.values { running += state.shutDown() }
         conversations.removeAll()
         isStarted = false
         for task in running { await task.value }
+    }
+
+    /// Closes a conversation `open` opened (a chat screen left): its live subscription ends, its event streams
+    /// finish and its window is let go; returns once the live work it cancelled has ended. What is stored stays,
+    /// and the outbox goes on sending what was queued in it; the next `open` shows the stored timeline and catches
+    /// up by delta sync. Closing a conversation that is not open does nothing.
+    public func close(_ id: ConversationID) async {
+        guard let state = conversations.removeValue(forKey: id) else { return }
+        for task in state.shutDown() { await task.value }
     }
 
     /// Opens a conversation: shows the newest stored page, subscribes to live events and runs a delta sync.
@@ -153,8 +152,8 @@ public actor ChatClient {
                 // Offline: the stored timeline shows, and the next `.connected` runs the sync.
                 log(.debug, "initial sync of \(id) deferred: \(error)")
             } catch {
-                state.liveTask?.cancel()
                 conversations[id] = nil
+                for task in state.shutDown() { await task.value }
                 throw error
             }
         }
@@ -281,6 +280,17 @@ final class ConversationState {
     init(id: ConversationID, windowLimit: Int) {
         self.id = id
         self.window = TimelineWindow(limit: windowLimit)
+    }
+
+    /// Cancels the live stream (the feeder with it) and the typing timers and finishes every event stream; returns
+    /// the tasks to wait for, which may be inside an adapter call or a store write.
+    func shutDown() -> [Task<Void, Never>] {
+        liveTask?.cancel()
+        for continuation in subscribers.values { continuation.finish() }
+        subscribers.removeAll()
+        for task in typingExpiry.values { task.cancel() }
+        localTypingIdleTask?.cancel()
+        return [liveTask, feederTask].compactMap { $0 }
     }
 }
 

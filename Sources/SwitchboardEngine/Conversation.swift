@@ -67,4 +67,7 @@ public struct Conversation: Sendable {
 
     /// The ordered event stream, from now on.
     public func events() async throws -> AsyncStream<SequencedEvent> { try await client.events(in: id) }
+
+    /// Closes the conversation (`ChatClient.close`): the live subscription ends, the event streams finish.
+    public func close() async { await client.close(id) }
 }

@@ -131,6 +131,8 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     func configure(_ body: (inout Knobs) -> Void) { knobs.withLock { body(&$0) } }
     var uploadsStarted: Int { knobs.withLock { $0.uploadsStarted } }
     var publishCalls: Int { knobs.withLock { $0.publishCalls } }
+    /// Live streams handed out and not yet ended by their consumer.
+    var openLiveStreams: Int { knobs.withLock { $0.continuations.count } }
 
     /// Delivers `event` into every open live stream, as if the backend sent it.
     func inject(_ event: AdapterEvent) {

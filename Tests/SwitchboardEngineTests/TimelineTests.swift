@@ -50,6 +50,58 @@ struct TimelineTests {
         }
     }
 
+    @Test("close ends the live subscription and the event streams; what arrives meanwhile comes with the next open")
+    func closeAndReopen() async throws {
+        try await withHarness { h in
+            let wrapped = WrappedAdapter(h.backend.makeAdapter(for: h.alice))
+            let alice = try await h.opened(h.alice, adapter: wrapped, configuration: Self.configuration(h))
+            #expect(wrapped.openLiveStreams == 1)
+            let first = try await h.peerSend("before close")
+            try #require(await eventually { try alice.storedMessages(in: h.room).contains { $0.id == first.idempotencyKey } })
+            let stream = try await alice.events(in: h.room)
+            let ended = Task { () -> Bool in
+                for await _ in stream {}
+                return true
+            }
+            await alice.close(h.room)
+            #expect(await ended.value, "the event stream did not finish")
+            #expect(wrapped.openLiveStreams == 0, "the adapter's live stream is still open")
+            await #expect(throws: SwitchboardError.self) { try await alice.timeline(of: h.room) }
+            await alice.close(h.room)  // not open: nothing happens
+
+            let meanwhile = try await h.peerSend("while closed")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(!(try alice.storedMessages(in: h.room).contains { $0.id == meanwhile.idempotencyKey }),
+                    "a message was applied live after close")
+
+            let room = try await alice.open(h.room)
+            #expect(Self.texts(try await room.timeline()).suffix(2) == ["before close", "while closed"])
+            #expect(wrapped.openLiveStreams == 1)
+            let live = try await h.peerSend("after reopen")
+            try #require(await eventually { try await room.timeline().contains { $0.id == live.idempotencyKey } })
+        }
+    }
+
+    @Test("a message queued in a conversation that is then closed is still published, and shows sent when reopened")
+    func outboxOutlivesClose() async throws {
+        try await withHarness { h in
+            let patient = h.configuration(for: h.alice, retry: RetryPolicy(baseDelay: 0.02, maxDelay: 0.05, maxAttempts: 10_000),
+                                          pageSize: Self.pageSize, windowLimit: Self.windowLimit)
+            let alice = try await h.opened(h.alice, configuration: patient)
+            h.backend.faults.setOffline(h.alice, true)
+            let message = try await alice.send("queued before close", in: h.room)
+            await alice.close(h.room)
+            #expect(h.row(key: message.id) == nil)
+            h.backend.faults.setOffline(h.alice, false)
+            try #require(await eventually { h.row(key: message.id) != nil }, "the outbox stopped with the conversation")
+            let room = try await alice.open(h.room)
+            try #require(await eventually {
+                try await room.timeline().first { $0.id == message.id }?.delivery.isPublished == true
+            })
+            #expect(h.rows(key: message.id).count == 1)
+        }
+    }
+
     @Test("loadOlder pages back to the first message with no gaps or duplicates while the peer keeps sending")
     func pagingWhilePeerSends() async throws {
         try await withHarness { h in
