@@ -59,8 +59,18 @@ public struct XMTPHarness: ConformanceHarness {
             faults: faults, clock: ManualClock(),
             tearDown: {
                 await adapters.waitUntilReleased()
-                try? FileManager.default.removeItem(at: directory)
+                await Self.remove(directory)
             })
+    }
+
+    /// Removes a fixture's folder, trying again for up to a second: a weak reference reads nil as soon as the
+    /// adapter's deinitialization begins, so its database may still be closing (deleting its WAL) on another thread.
+    static func remove(_ directory: URL) async {
+        for _ in 0..<20 {
+            try? FileManager.default.removeItem(at: directory)
+            guard FileManager.default.fileExists(atPath: directory.path) else { return }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     /// Registers an inbox; returns its bearer token.
