@@ -92,6 +92,8 @@ enum CommandLineTool {
           --sql FILE              apply this schema file after the built-in migrations (repeatable)
           --max-object-size N     largest storage object in bytes (default 52428800)
           --jwt-expiry S          lifetime of the access tokens /auth/v1 issues, 30…604800 s (default 3600)
+          --auth-rate-limit N     sign-ups and sign-ins per client IP per 5 min (default 30; refreshes 5×;
+                                  0: no limit); beyond it /auth/v1 answers 429
           --verbose               log requests and internals to standard error
 
       serve xmtp                Run the XMTP-like node (MLS API gateway: send/query/subscribe group messages,

@@ -28,7 +28,7 @@ enum ServeCommand {
 
     private static func serveSupabase(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "jwt-secret", "database-url", "sql", "verbose",
-                                    "max-object-size", "jwt-expiry"], positionals: true)
+                                    "max-object-size", "jwt-expiry", "auth-rate-limit"], positionals: true)
         // `--sql FILE ...`: further .sql files may follow the first one without repeating the flag.
         let extraSQL = options.all("sql").isEmpty ? [] : options.positional.filter { $0.hasSuffix(".sql") }
         if let stray = options.positional.first(where: { !extraSQL.contains($0) }) {
@@ -65,6 +65,12 @@ enum ServeCommand {
                 throw UsageError("--jwt-expiry must be 30…604800 seconds (got '\(expiry)')")
             }
             configuration.authTokenLifetime = .seconds(seconds)
+        }
+        if let limit = options.value("auth-rate-limit") {
+            guard let count = Int(limit), count >= 0 else {
+                throw UsageError("--auth-rate-limit must be a count of requests, 0 for none (got '\(limit)')")
+            }
+            configuration.authRateLimit = count
         }
         if options.has("verbose") {
             configuration.log = { line in FileHandle.standardError.write(Data("supabase: \(line)\n".utf8)) }

@@ -134,6 +134,33 @@ struct AuthServiceTests {
                                     body: .object([("refresh_token", .string(oneRefresh))])).status == 400)
     }
 
+    @Test("sign-ups and sign-ins beyond the per-IP limit get GoTrue's 429; reads and refreshes do not count against it")
+    func rateLimited() async throws {
+        let server = try await SupabaseTestServer.start { $0.authRateLimit = 2 }
+        do {
+            let first = try await Self.send(server, .post, "signup", body: Self.credentials("hal@example.com", "hal-password"))
+            #expect(first.status == 200)
+            let wrong = try await Self.send(server, .post, "token?grant_type=password", body: Self.credentials("hal@example.com", "nope-nope"))
+            #expect(wrong.status == 400, "a refused password still counts, but is answered")
+            let limited = try await Self.send(server, .post, "token?grant_type=password",
+                                              body: Self.credentials("hal@example.com", "hal-password"))
+            #expect(limited.status == 429)
+            #expect(limited.json?["error_code"]?.stringValue == "over_request_rate_limit")
+            #expect(try await Self.send(server, .post, "signup", body: Self.credentials("ida@example.com", "ida-password")).status == 429)
+            // Reads are not limited, and refreshes have a bucket of their own (five times the limit).
+            #expect(try await Self.send(server, .get, "settings").status == 200)
+            let refreshToken = try #require(first.json?["refresh_token"]?.stringValue)
+            #expect(try await Self.send(server, .post, "token?grant_type=refresh_token",
+                                        body: .object([("refresh_token", .string(refreshToken))])).status == 200)
+            let stored = try await server.sql("SELECT count(*) FROM auth.users")
+            #expect(stored.rows == [["1"]], "a refused sign-up created a user")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
     @Test("the official supabase Python client signs up, signs in, writes as the user, refreshes and signs out")
     func officialPythonClient() async throws {
         let server = try SupabaseTestServer.required()

@@ -62,6 +62,8 @@ struct ServeCommandTests {
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", "short"], "--jwt-secret"),
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--port", "70000"], "--port"),
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--jwt-expiry", "5"], "--jwt-expiry"),
+                                      (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--auth-rate-limit", "-1"], "--auth-rate-limit"),
+                                      (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--auth-rate-limit", "lots"], "--auth-rate-limit"),
                                       (["serve", "nosuch"], "unknown backend")] {
             let result = try ChildProcess.run(try SwitchboardExecutable.locate().path, arguments)
             #expect(result.status == 2, "\(arguments)")

@@ -35,6 +35,12 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The email and password pair matches no user (the same answer for an unknown email and a wrong password).
     public static let invalidCredentials = AuthError(status: 400, errorCode: "invalid_credentials", message: "Invalid login credentials")
+
+    /// Too many requests from one client (GoTrue's 429); `retryAfter` seconds until the next is allowed.
+    public static func rateLimited(retryAfter: Double) -> AuthError {
+        AuthError(status: 429, errorCode: "over_request_rate_limit",
+                  message: "Request rate limit reached; try again in \(Int(retryAfter.rounded(.up))) s")
+    }
 }
 
 /// The rules the GoTrue-like auth API checks its input against, without a database.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SupabaseProtocol
 import SwitchboardCore
 import SwitchboardNet
@@ -25,11 +26,22 @@ final class AuthService: Sendable {
     let context: SupabaseServerContext
     /// Whether the auth tables and pgcrypto exist on this database (`/auth/v1` answers 503 otherwise).
     let isAvailable: Bool
+    /// Sign-ups and password sign-ins per client IP (`authRateLimit` per five minutes).
+    private let signInLimiter: Mutex<AuthRateLimiter>
+    /// Refresh-token grants per client IP (five times `authRateLimit` per five minutes).
+    private let refreshLimiter: Mutex<AuthRateLimiter>
+    /// The clock the limiters run on.
+    private let started = ContinuousClock.now
+    /// The window of both limits, in seconds.
+    static let rateWindow = 300.0
 
     /// Creates the `auth` tables (idempotent). On a database where that is not allowed (`--database-url` with a
     /// role that may not create extensions, say) the rest of the server still starts: `/auth/v1` answers 503.
     init(context: SupabaseServerContext) {
         self.context = context
+        let limit = context.configuration.authRateLimit
+        signInLimiter = Mutex(AuthRateLimiter(limit: limit, window: Self.rateWindow))
+        refreshLimiter = Mutex(AuthRateLimiter(limit: limit * 5, window: Self.rateWindow))
         do {
             try context.pool.run { try ChatSchema.applyOne(Self.schema, to: $0) }
             isAvailable = true
@@ -110,11 +122,17 @@ final class AuthService: Sendable {
         case (.get, "settings"):
             return Self.json(.object([("external", .object([("email", .bool(true))])), ("disable_signup", .bool(false)),
                                       ("mailer_autoconfirm", .bool(true)), ("phone_autoconfirm", .bool(false))]))
-        case (.post, "signup"): return try await signUp(request)
+        case (.post, "signup"):
+            try admit(request, by: signInLimiter)
+            return try await signUp(request)
         case (.post, "token"):
             switch request.queryValue("grant_type") {
-            case "password": return try await signIn(request)
-            case "refresh_token": return try await refresh(request)
+            case "password":
+                try admit(request, by: signInLimiter)
+                return try await signIn(request)
+            case "refresh_token":
+                try admit(request, by: refreshLimiter)
+                return try await refresh(request)
             default:
                 throw AuthError(status: 400, errorCode: "validation_failed",
                                 message: "unsupported_grant_type: only password and refresh_token are supported")
@@ -125,6 +143,15 @@ final class AuthService: Sendable {
         default:
             throw AuthError(status: 404, errorCode: "not_found", message: "Not found: \(request.method) \(Self.pathPrefix)/\(route)")
         }
+    }
+
+    /// Takes a token of `limiter` for the request's client IP, or refuses with GoTrue's 429.
+    private func admit(_ request: HTTPServerRequest, by limiter: borrowing Mutex<AuthRateLimiter>) throws(AuthError) {
+        let now = (ContinuousClock.now - started) / .seconds(1)
+        let (admitted, wait) = limiter.withLock { limiter in
+            limiter.admit(request.remoteAddress, now: now) ? (true, 0.0) : (false, limiter.retryAfter(request.remoteAddress, now: now))
+        }
+        guard admitted else { throw AuthError.rateLimited(retryAfter: wait) }
     }
 
     // MARK: - Grants

@@ -24,6 +24,9 @@ public struct SupabaseServerConfiguration: Sendable {
     public var signedUploadLifetime: Duration = .seconds(2 * 60 * 60)
     /// How long an access token issued by `/auth/v1` lives (GoTrue's default: one hour).
     public var authTokenLifetime: Duration = .seconds(3600)
+    /// Sign-ups and password sign-ins one client IP may make per five minutes (Supabase's default: 30); token
+    /// refreshes may be five times as many. 0 turns the limits off. Beyond them `/auth/v1` answers 429.
+    public var authRateLimit = 30
     /// Where diagnostics go; secrets and tokens are never passed to it.
     public var log: (@Sendable (String) -> Void)?
 
