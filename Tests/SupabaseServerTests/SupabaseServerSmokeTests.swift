@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SupabaseServer
 import SwitchboardNet
 import Testing
@@ -13,5 +14,54 @@ struct SupabaseServerSmokeTests {
                                           ["{conversations,members,messages,reactions,receipts}"])
         #expect(tables.rows.first?.first == "5")
         #expect(server.port > 0)
+    }
+}
+
+/// `serve supabase --verbose`: an access-log line per request, and never a secret in it.
+@Suite("Supabase-like server access log", .serialized)
+struct SupabaseServerAccessLogTests {
+    /// Lines the server logged.
+    final class Lines: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    @Test("each request logs its method, path, status and time; no query string, token, key or password")
+    func accessLog() async throws {
+        let lines = Lines()
+        let server = try await SupabaseTestServer.start { $0.log = { lines.append($0) } }
+        do {
+            let http = HTTPClient()
+            let service = server.serviceKey
+            func get(_ path: String) async throws -> Int {
+                var headers = HTTPHeaders()
+                headers.add("apikey", service)
+                headers.add("Authorization", "Bearer \(service)")
+                let url = try #require(URL(string: server.baseURL + path))
+                return try await http.send(HTTPRequest(method: .get, url: url, headers: headers)).status
+            }
+            #expect(try await get("/rest/v1/messages?select=id&limit=1") == 200)
+            #expect(try await get("/storage/v1/object/sign/attachments/a.png?token=not.a-real.signature") == 400)
+            var headers = HTTPHeaders()
+            headers.add("apikey", server.anonKey)
+            headers.add("Content-Type", "application/json")
+            let signUp = try await http.send(HTTPRequest(method: .post, url: try #require(URL(string: server.baseURL + "/auth/v1/signup")),
+                                                         headers: headers,
+                                                         body: Data(#"{"email":"log@example.com","password":"s3cret-passw0rd"}"#.utf8)))
+            #expect(signUp.status == 200)
+            let logged = lines.all.joined(separator: "\n")
+            #expect(lines.all.contains { $0.hasPrefix("GET /rest/v1/messages 200 ") && $0.hasSuffix(" ms") }, "\(logged)")
+            #expect(lines.all.contains { $0.hasPrefix("GET /storage/v1/object/sign/attachments/a.png 400 ") }, "\(logged)")
+            #expect(lines.all.contains { $0.hasPrefix("POST /auth/v1/signup 200 ") }, "\(logged)")
+            for secret in [service, server.anonKey, "not.a-real.signature", "s3cret-passw0rd", "select=id", "Bearer",
+                           SupabaseTestServer.jwtSecret, "access_token"] {
+                #expect(!logged.contains(secret), "the log shows \(secret)")
+            }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
     }
 }

@@ -80,12 +80,13 @@ public final class SupabaseServer: Sendable {
             httpConfiguration.workerThreads = 32
             httpConfiguration.log = configuration.log
             let http = HTTPServer(configuration: httpConfiguration)
+            let log = configuration.log
             for method: HTTPMethod in [.get, .head, .post, .put, .patch, .delete, .options] {
-                http.route(method, "/rest/v1") { request in await rest.handle(request) }
-                http.route(method, "/storage/v1") { request in await storage.handle(request) }
-                http.route(method, AuthService.pathPrefix) { request in await auth.handle(request) }
+                http.route(method, "/rest/v1", handler: Self.logging(log) { request in await rest.handle(request) })
+                http.route(method, "/storage/v1", handler: Self.logging(log) { request in await storage.handle(request) })
+                http.route(method, AuthService.pathPrefix, handler: Self.logging(log) { request in await auth.handle(request) })
             }
-            http.route(.post, RealtimeHub.broadcastPath) { request in realtime.handleBroadcastAPI(request) }
+            http.route(.post, RealtimeHub.broadcastPath, handler: Self.logging(log) { request in realtime.handleBroadcastAPI(request) })
             http.webSocket("/realtime/v1/websocket") { connection in await realtime.serve(connection) }
             let port = try http.start()
             running.withLock { $0 = Running(http: http, context: context, realtime: realtime, cluster: cluster) }
@@ -93,6 +94,21 @@ public final class SupabaseServer: Sendable {
         } catch {
             _ = try? await blocking.run { try cluster?.stop() }
             throw error
+        }
+    }
+
+    /// `handler`, with one access-log line per request when `log` is set: method, path, status and time taken. The
+    /// query string is left out (it can carry a signed URL's token or an `apikey`), and so are headers and bodies.
+    static func logging(_ log: (@Sendable (String) -> Void)?,
+                        _ handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse) -> HTTPServer.Handler {
+        guard let log else { return handler }
+        return { request in
+            let started = ContinuousClock.now
+            let response = await handler(request)
+            let milliseconds = (ContinuousClock.now - started) / .milliseconds(1)
+            log("\(request.method.rawValue) \(StorageError.printable(request.path)) \(response.status) "
+                + String(format: "%.1f ms", milliseconds))
+            return response
         }
     }
 
