@@ -167,10 +167,8 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
         if before { throw AdapterExploded() }
         let receipt = try await inner.publish(prepared)
         if answerDelay > .zero {
-            let nanoseconds = answerDelay.components.seconds * 1_000_000_000 + answerDelay.components.attoseconds / 1_000_000_000
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { done.resume() }
-            }
+            // A detached sleep: cancelling this call does not cut it short.
+            await Task.detached { try? await Task.sleep(for: answerDelay) }.value
         }
         if after { throw AdapterExploded() }
         return receipt
