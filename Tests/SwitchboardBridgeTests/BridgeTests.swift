@@ -4,6 +4,7 @@ import SwitchboardBridge
 import SwitchboardCore
 import SwitchboardStore
 import Synchronization
+import TestSupport
 import Testing
 
 /// The bridge between two in-process backends of different ID schemes.
@@ -376,32 +377,39 @@ struct BridgeTests {
 
     /// The next batch's publish starts as soon as the previous one's returned, before the previous batch is
     /// recorded: the observer hearing the first batch's copies waits (up to 5 s) for the second publish to begin,
-    /// which never happens while the record comes first. The wait holds one of the cooperative threads, and on a
-    /// loaded 2-core machine another test may hold the other for a while (the second publish then cannot start):
-    /// up to three attempts, each on a fresh pair; an order that records first fails all three.
+    /// which never happens while the record comes first. The bridge runs on a thread of its own (a task executor
+    /// preference), so the wait does not hold one of the cooperative pool's two threads, which the publish needs
+    /// and the other tests of the process use meanwhile (holding it, all three attempts once failed in a loaded
+    /// run). Up to three attempts, each on a fresh pair; an order that records first fails all three.
     @Test("towards a bulk target the next batch's publish starts before the previous batch is recorded; order kept")
     func nextPublishBeforeRecord() async throws {
         var overlappedOnce = false
         var lastEvents: [String] = []
+        let executor = DedicatedThreadExecutor(name: "bridge-under-test")
+        defer { executor.shutDown() }
         for _ in 0..<3 where !overlappedOnce {
             let pair = try Pair(rightScheme: .clientAssigned)
             defer { pair.remove() }
             for index in 0..<9 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
             let (bridge, target) = try pair.bulkBridge(limit: 3, delay: .milliseconds(100))
-            let overlapped = SeenFlag(), waited = SeenFlag()
-            let stats = try await bridge.catchUp(.aToB) { outcome in
-                guard case .copied = outcome, !waited.value else { return }
-                waited.set()
-                let deadline = ContinuousClock.now + .seconds(5)
-                while ContinuousClock.now < deadline {
-                    if target.events.filter({ $0.hasPrefix("publishAll begin") }).count >= 2 {
-                        overlapped.set()
-                        return
+            let overlapped = SeenFlag(), waited = SeenFlag(), onDedicatedThread = SeenFlag()
+            let stats = try await withTaskExecutorPreference(executor) {
+                try await bridge.catchUp(.aToB) { outcome in
+                    guard case .copied = outcome, !waited.value else { return }
+                    waited.set()
+                    if executor.isCurrentThread { onDedicatedThread.set() }
+                    let deadline = ContinuousClock.now + .seconds(5)
+                    while ContinuousClock.now < deadline {
+                        if target.events.filter({ $0.hasPrefix("publishAll begin") }).count >= 2 {
+                            overlapped.set()
+                            return
+                        }
+                        usleep(1_000)
                     }
-                    usleep(1_000)
                 }
             }
             #expect(stats.messagesAToB == 9)
+            #expect(onDedicatedThread.value, "the observer (on the bridge actor) ran on the dedicated thread")
             let right = try await pair.messages(pair.right, "room-right", as: "bob")
             #expect(right.map(\.text) == (0..<9).map { "alice \($0)" })
             if overlapped.value { overlappedOnce = true } else { lastEvents = target.events }
