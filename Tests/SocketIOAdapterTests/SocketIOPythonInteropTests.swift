@@ -97,7 +97,7 @@ asyncio.run(main())
 
     @Test("connects with auth, receives the event, gets acks, survives ping cycles, reconnects after a server drop")
     func connectEventAckPingsReconnect() async throws {
-        let python = try PythonSocketIOServer.start(pingInterval: 0.3)
+        let python = try await offCooperativePool { try PythonSocketIOServer.start(pingInterval: 0.3) }
         defer { python.stop() }
         var configuration = SocketIOClient.Configuration(url: python.baseURL, auth: ["token": "t0k"])
         configuration.backoff = ReconnectBackoff(initialDelay: .milliseconds(200))
@@ -139,7 +139,7 @@ asyncio.run(main())
 
     @Test("a bad token gets a connect error (not retried); a good token then connects")
     func badTokenConnectError() async throws {
-        let python = try PythonSocketIOServer.start(pingInterval: 0.3)
+        let python = try await offCooperativePool { try PythonSocketIOServer.start(pingInterval: 0.3) }
         defer { python.stop() }
         var configuration = SocketIOClient.Configuration(url: python.baseURL, auth: ["token": "wrong"])
         configuration.backoff = ReconnectBackoff(initialDelay: .milliseconds(100))
@@ -162,7 +162,7 @@ asyncio.run(main())
 
     @Test("a connection whose pings stop is detected dead by the ping timeout and reconnected")
     func deadConnectionDetected() async throws {
-        let python = try PythonSocketIOServer.start(pingInterval: 0.3)
+        let python = try await offCooperativePool { try PythonSocketIOServer.start(pingInterval: 0.3) }
         defer { python.stop() }
         var configuration = SocketIOClient.Configuration(url: python.baseURL)
         configuration.path = "/dead/"
@@ -231,7 +231,8 @@ final class PythonSocketIOServer: Sendable {
         self.baseURL = baseURL
     }
 
-    /// Writes the script, starts it with the venv's python and waits for its port.
+    /// Writes the script, starts it with the venv's python and waits for its port: blocks while Python starts, so
+    /// tests call it through `offCooperativePool`.
     static func start(pingInterval: Double) throws -> PythonSocketIOServer {
         let python = try TestPython.interpreter(needing: "python-socketio 5.x, python-engineio 4.x and aiohttp")
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("sio-interop-\(UUID().uuidString)")

@@ -50,7 +50,7 @@ struct ServeSocketIOCommandTests {
     }
 
     @Test("unknown options, bad values and a missing --data-dir are usage errors (status 2)")
-    func usageErrors() throws {
+    func usageErrors() async throws {
         let executable = try SwitchboardExecutable.locate().path
         for (arguments, expected) in [(["serve", "socketio"], "--data-dir"),
                                       (["serve", "socketio", "--data-dir", "/tmp/x", "--jwt-secret", "s"], "--jwt-secret"),
@@ -58,11 +58,11 @@ struct ServeSocketIOCommandTests {
                                       (["serve", "socketio", "--data-dir", "/tmp/x", "--page-size", "0"], "--page-size"),
                                       (["serve", "socketio", "--data-dir", "/tmp/x", "--edit-window", "-1"], "--edit-window"),
                                       (["serve", "socketio", "--data-dir", "/tmp/x", "--delete-window", "soon"], "--delete-window")] {
-            let result = try ChildProcess.run(executable, arguments)
+            let result = try await ChildProcess.runDetached(executable, arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
         }
-        let help = try ChildProcess.run(executable, ["--help"])
+        let help = try await ChildProcess.runDetached(executable, ["--help"])
         #expect(help.stdout.contains("serve socketio"))
     }
 }

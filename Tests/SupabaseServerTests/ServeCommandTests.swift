@@ -65,7 +65,7 @@ struct ServeCommandTests {
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--auth-rate-limit", "-1"], "--auth-rate-limit"),
                                       (["serve", "supabase", "--data-dir", "/tmp/x", "--jwt-secret", Self.secret, "--auth-rate-limit", "lots"], "--auth-rate-limit"),
                                       (["serve", "nosuch"], "unknown backend")] {
-            let result = try ChildProcess.run(try SwitchboardExecutable.locate().path, arguments)
+            let result = try await ChildProcess.runDetached(try SwitchboardExecutable.locate().path, arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
         }

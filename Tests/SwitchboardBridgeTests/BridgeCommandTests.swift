@@ -283,15 +283,15 @@ struct BridgeConfigErrorTests {
 
     /// Every broken config exits 2 naming its field, and opens no store.
     @Test("each mistake exits 2 and names its field", arguments: badConfigs)
-    func badConfig(_ bad: BadConfig) throws {
+    func badConfig(_ bad: BadConfig) async throws {
         let label = bad.label, expected = bad.expected
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bridge-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("bridge.json").path
         try Data(bad.text.utf8).write(to: URL(fileURLWithPath: path))
-        let result = try ChildProcess.run(try SwitchboardExecutable.locate().path, ["bridge", "--config", path],
-                                          timeout: .seconds(30))
+        let result = try await ChildProcess.runDetached(try SwitchboardExecutable.locate().path, ["bridge", "--config", path],
+                                                        timeout: .seconds(30))
         #expect(result.status == 2, "\(label): exit \(result.status), stderr \(result.stderr)")
         #expect(result.stderr.contains(expected), "\(label): stderr was \(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("bridge.sqlite").path),
@@ -300,8 +300,8 @@ struct BridgeConfigErrorTests {
 
     /// A missing --config is a usage error.
     @Test("no --config is a usage error (exit 2)")
-    func missingConfig() throws {
-        let result = try ChildProcess.run(try SwitchboardExecutable.locate().path, ["bridge"], timeout: .seconds(30))
+    func missingConfig() async throws {
+        let result = try await ChildProcess.runDetached(try SwitchboardExecutable.locate().path, ["bridge"], timeout: .seconds(30))
         #expect(result.status == 2)
         #expect(result.stderr.contains("--config"))
     }
