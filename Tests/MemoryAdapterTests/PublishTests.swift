@@ -182,7 +182,9 @@ struct PublishTests {
         task.cancel()
         let started = ContinuousClock.now
         await expectError(.cancelled) { _ = try await task.value }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Well short of the 30 s delay; not tighter, because the cancelled task needs one of the cooperative threads,
+        // which the group's CPU-heavy tests (debug-built hashing, JSON fuzzing) may hold for seconds (7.3 s once).
+        #expect(ContinuousClock.now - started < .seconds(20))
         #expect(f.backend.storedMessageCount(in: f.room) == 0)
     }
 
