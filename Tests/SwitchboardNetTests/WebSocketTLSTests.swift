@@ -131,10 +131,9 @@ extension NetworkSuites {
 
         /// `tlsThreads()` once joined readers are gone: a thread leaves `/proc/self/task` a moment after
         /// `pthread_join` has returned (the kernel wakes the joiner before it removes the task), so this waits up to
-        /// a second for the count to reach 0; a reader that was never joined is still counted then.
-        private static func tlsThreadsAfterJoin() async throws -> Int {
-            let deadline = ContinuousClock.now + .seconds(1)
-            while tlsThreads() != 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        /// `timeout` for the count to reach 0; a reader that was never joined is still counted then.
+        private static func tlsThreadsAfterJoin(within timeout: Duration = .seconds(1)) async -> Int {
+            _ = await eventually(within: timeout) { tlsThreads() == 0 }
             return tlsThreads()
         }
 
@@ -204,7 +203,7 @@ extension NetworkSuites {
             #expect(code == 4001)
             #expect(await frames.next() == nil)
             #expect(!client.isOpen)
-            #expect(try await Self.tlsThreadsAfterJoin() == 0)
+            #expect(await Self.tlsThreadsAfterJoin() == 0)
             await #expect(throws: WebSocketError.self) { try await client.send(text: "late") }
             let line = try await python.line(startingWith: "closed code=")
             #expect(line == "closed code=4001 reason=bye from swift")
@@ -224,7 +223,7 @@ extension NetworkSuites {
             #expect(await frames.next() == .close(code: 4002, reason: "server bye"))
             #expect(await frames.next() == nil)
             await client.close()
-            #expect(try await Self.tlsThreadsAfterJoin() == 0)
+            #expect(await Self.tlsThreadsAfterJoin() == 0)
 
             let injected = WebSocketClient(configuration: trusting(certificates.certificate("server")))
             do {
@@ -267,7 +266,7 @@ extension NetworkSuites {
             // A missing trust file is reported, not ignored.
             await expectConnectFailure(WebSocketClient(configuration: trusting(certificates.directory.path + "/missing.pem")),
                                        URL(string: "wss://127.0.0.1:\(port)/")!, containing: "trusted certificates file")
-            #expect(try await Self.tlsThreadsAfterJoin() == 0)
+            #expect(await Self.tlsThreadsAfterJoin() == 0)
         }
 
         @Test("a wss:// client dropped without close() closes with 1001 and its reader thread is joined", .enabled(if: NetTest.isIsolated, NetTest.isolationReason))
@@ -282,9 +281,7 @@ extension NetworkSuites {
             client = nil
             let line = try await python.line(startingWith: "closed code=")
             #expect(line == "closed code=1001 reason=client released")
-            let deadline = ContinuousClock.now + .seconds(5)
-            while Self.tlsThreads() != 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            #expect(try await Self.tlsThreadsAfterJoin() == 0)
+            #expect(await Self.tlsThreadsAfterJoin(within: .seconds(5)) == 0)  // closed in the background
         }
 
         @Test("200 wss:// connect/close cycles leak no threads or descriptors", .enabled(if: NetTest.isIsolated, NetTest.isolationReason))
@@ -324,7 +321,7 @@ extension NetworkSuites {
             print("wss:// leak check: 200 cycles in \(elapsed); threads \(threads) → \(afterThreads), "
                   + "fds \(descriptors) → \(afterDescriptors), VmSize \(virtualKiB / 1024) → \(afterVirtualKiB / 1024) MiB, "
                   + "sockets on port \(port): \(NetTest.descriptors(onPort: port)), wss-client threads: \(Self.tlsThreads())")
-            #expect(try await Self.tlsThreadsAfterJoin() == 0)
+            #expect(await Self.tlsThreadsAfterJoin() == 0)
             #expect(NetTest.descriptors(onPort: port) == 0)
             #expect(abs(afterThreads - threads) <= 3, "threads: \(threads) → \(afterThreads)")
             #expect(abs(afterDescriptors - descriptors) <= 3, "fds: \(descriptors) → \(afterDescriptors)")
