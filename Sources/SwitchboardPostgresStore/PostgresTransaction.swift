@@ -395,6 +395,12 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     /// The message a backend ID maps to.
+    func messageOwner(_ id: MessageID) throws -> MessageOwner? {
+        try first("SELECT conversation, sender FROM \(p)messages WHERE id = $1", [id]) {
+            MessageOwner(conversation: ConversationID(try $0.string(0)), sender: UserID(try $0.string(1)))
+        }
+    }
+
     func messageID(backend: BackendID, remoteID: RemoteID) throws -> MessageID? {
         try first("SELECT message_id FROM \(p)id_map WHERE backend = $1 AND remote_id = $2", [backend, remoteID]) {
             MessageID(try $0.string(0))

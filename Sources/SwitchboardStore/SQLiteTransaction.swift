@@ -450,6 +450,14 @@ final class SQLiteTransaction: StoreTransaction {
     }
 
     /// The message a backend ID maps to.
+    func messageOwner(_ id: MessageID) throws -> MessageOwner? {
+        try perform { connection in
+            try connection.queryFirst("SELECT conversation, sender FROM messages WHERE id = ?", [id]) {
+                MessageOwner(conversation: ConversationID($0.string(at: 0)), sender: UserID($0.string(at: 1)))
+            }
+        }
+    }
+
     func messageID(backend: BackendID, remoteID: RemoteID) throws -> MessageID? {
         try perform { connection in
             try connection.queryFirst("SELECT message_id FROM id_map WHERE backend = ? AND remote_id = ?",

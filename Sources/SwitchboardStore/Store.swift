@@ -24,6 +24,20 @@ public struct IDMapping: Sendable, Hashable, Codable {
     }
 }
 
+/// Who a stored message belongs to: its conversation and sender.
+public struct MessageOwner: Sendable, Hashable {
+    /// The conversation the message is stored in.
+    public var conversation: ConversationID
+    /// Its sender.
+    public var sender: UserID
+
+    /// An owner from its parts.
+    public init(conversation: ConversationID, sender: UserID) {
+        self.conversation = conversation
+        self.sender = sender
+    }
+}
+
 /// Where an outbox entry stands.
 public enum OutboxStatus: String, Sendable, Hashable, Codable {
     /// Waiting for its attachments to upload before it can be prepared.
@@ -112,6 +126,8 @@ public struct PendingOperation: Sendable, Hashable, Codable {
 public protocol StoreTransaction {
     /// The message with its attachments and reactions, or nil.
     func message(_ id: MessageID) throws -> Message?
+    /// The conversation and sender of the message stored under `id`, or nil (who holds that ID).
+    func messageOwner(_ id: MessageID) throws -> MessageOwner?
     /// Inserts or replaces a message together with its attachments and reactions.
     func upsertMessage(_ message: Message) throws
     /// Inserts a message the caller has just seen absent in this transaction (a faster `upsertMessage`).
@@ -212,6 +228,11 @@ public protocol LeaseStore: Store {
 }
 
 extension StoreTransaction {
+    /// Reads the whole message (stores without a single-statement path).
+    public func messageOwner(_ id: MessageID) throws -> MessageOwner? {
+        try message(id).map { MessageOwner(conversation: $0.conversation, sender: $0.sender) }
+    }
+
     /// Stores without a dedicated insert path upsert.
     public func insertNewMessage(_ message: Message) throws { try upsertMessage(message) }
 
