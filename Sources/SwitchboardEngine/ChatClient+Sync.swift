@@ -201,15 +201,35 @@ extension ChatClient {
 
     // MARK: - Reconciliation
 
-    /// Resolves an incoming message to its `MessageID`: the key it carries, then the ID map, then derivation.
+    /// Resolves an incoming message to its `MessageID`: the ID map by its backend ID, else its carried key when
+    /// the claim holds (DESIGN §2), else the deterministic derivation.
     func resolve(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> MessageID {
-        try resolve(remote, mapped: tx.messageID(backend: backend, remoteID: remote.remoteID))
+        if let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID) { return mapped }
+        return try resolveUnmapped(remote, tx: tx)
     }
 
-    /// `resolve` with the ID map's answer for the remote ID already looked up.
-    private func resolve(_ remote: RemoteMessage, mapped: MessageID?) -> MessageID {
-        if let key = remote.idempotencyKey, !key.rawValue.isEmpty { return key }
-        return mapped ?? MessageID.derived(backend: backend, remote: remote.remoteID)
+    /// Resolves a message the ID map does not know. Its key binds only when that `MessageID` is new here or its
+    /// stored message has the same conversation and sender (the local user's own echo, say); a key that names
+    /// another party's message is a collision: counted, logged, and the message keeps a derived ID of its own, so
+    /// nobody can edit, delete or replace another party's message by carrying its key.
+    private func resolveUnmapped(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> MessageID {
+        let backend = self.backend
+        let resolution = try MessageIdentity.resolve(remote, on: backend) { candidate in
+            var evidence = KeyEvidence()
+            if let other = try tx.remoteID(of: candidate, backend: backend, part: 0), other != remote.remoteID {
+                evidence.otherRemoteOnBackend = other
+            }
+            if let owner = try tx.messageOwner(candidate) {
+                evidence.owner = KeyScope(backend: backend, conversation: owner.conversation, sender: owner.sender)
+            }
+            return evidence
+        }
+        if let key = resolution.refusedKey, let reason = resolution.collision {
+            keyCollisions += 1
+            log(.warning, "message \(remote.remoteID) from \(remote.sender) carries key \(key), which is not theirs to "
+                + "use (\(reason)); kept apart as \(resolution.id)")
+        }
+        return resolution.id
     }
 
     /// Applies one change inside a transaction and returns the events it causes (none when nothing changed).
@@ -224,12 +244,11 @@ extension ChatClient {
     private func applyMessage(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> [ConversationEvent] {
         let backend = self.backend
         let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID)
-        let id = resolve(remote, mapped: mapped)
-        let mapping = IDMapping(messageID: id, backend: backend, conversation: remote.conversation, remoteID: remote.remoteID)
-        if let mapped, mapped != id {
-            log(.warning, "remote \(remote.remoteID) already maps to \(mapped); keeping the map")
-        } else if mapped == nil {
-            try tx.insertMappingIfAbsent(mapping)  // a message already mapped to another remote ID keeps that one
+        let id = try mapped ?? resolveUnmapped(remote, tx: tx)
+        if mapped == nil {
+            // The resolution checked that `id` names no other message here, so the mapping is new.
+            try tx.insertMappingIfAbsent(IDMapping(messageID: id, backend: backend, conversation: remote.conversation,
+                                                   remoteID: remote.remoteID))
         }
         var replyTo: MessageID?
         if let target = remote.replyTo {

@@ -16,6 +16,9 @@ public actor ChatClient {
     /// Live changes dropped so far because they ran more than `maxQueuedLiveChanges` ahead of the reconciler (each
     /// drop was followed by a resync that brought them back).
     public internal(set) var droppedLiveChanges = 0
+    /// Incoming messages whose carried key named another party's message (DESIGN §2); each was kept apart under
+    /// an ID of its own and logged.
+    public internal(set) var keyCollisions = 0
     var inFlight: Set<MessageID> = []
     var uploadTasks: [MessageID: Task<Void, Never>] = [:]
     var uploadTokens: [MessageID: UUID] = [:]
