@@ -175,6 +175,10 @@ struct ServerState: Sendable {
 
         let row: MemoryMessageRow
         if let seq = conversations[message.conversation]?.seqByKey[message.id], let existing = rows[seq] {
+            // A repeat is the same sender's retry; another sender's message under the key is not this one.
+            guard existing.sender == user else {
+                throw SwitchboardError(.conflict, "idempotency key \(message.id) is taken by another sender's message")
+            }
             row = existing
         } else {
             let seq = lastSeq + 1

@@ -37,3 +37,37 @@ struct SupabaseRowsTests {
         #expect(full["reply_to"]?.stringValue == key && full["attachments"]?.arrayValue?.count == 1)
     }
 }
+
+/// Anyone may write a row's metadata, but only one row can have a given ID: a carried `switchboard.key` counts
+/// only when the row ID follows from it.
+@Suite("SupabaseRows: a metadata key must agree with the row ID")
+struct SupabaseRowKeyConsistencyTests {
+    private func row(id: String, key: String?) -> JSONValue {
+        var metadata: [(key: String, value: JSONValue)] = [(key: "mood", value: .string("calm"))]
+        if let key { metadata.append((key: SupabaseRows.keyMetadata, value: .string(key))) }
+        return .object([
+            (key: "id", value: .string(id)), (key: "conversation_id", value: .string("c")),
+            (key: "sender_id", value: .string("s")), (key: "created_at", value: .string("2026-12-03T10:00:00Z")),
+            (key: "body", value: .string("hi")), (key: "metadata", value: .object(metadata)),
+        ])
+    }
+
+    @Test("a non-UUID key whose UUIDv5 is the row ID is honoured")
+    func consistentKey() throws {
+        let id = SupabaseRows.rowID(for: MessageID("py-7"))
+        let message = try #require(SupabaseRows.message(row(id: id, key: "py-7")))
+        #expect(message.idempotencyKey == MessageID("py-7"))
+        #expect(message.metadata["switchboard.key"] == nil)
+    }
+
+    @Test("a key the row ID does not follow from is ignored: the row speaks for itself", arguments: [
+        "0190f0aa-1111-7000-8000-000000000001", "py-7", "", String(repeating: "é", count: 200),
+    ])
+    func inconsistentKey(key: String) throws {
+        let id = "0190f0aa-2222-7000-8000-000000000002"
+        let message = try #require(SupabaseRows.message(row(id: id, key: key)))
+        #expect(message.idempotencyKey == MessageID(id))
+        #expect(message.metadata["switchboard.key"] == nil, "the claim is not passed on as metadata either")
+        #expect(message.metadata["mood"] == "calm")
+    }
+}

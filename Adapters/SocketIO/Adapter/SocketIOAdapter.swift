@@ -86,8 +86,9 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         guard Self.isValidName(message.conversation.rawValue) else {
             throw SwitchboardError(.unknownConversation, "not a conversation ID of this backend: \(message.conversation)")
         }
-        guard (1...128).contains(message.id.rawValue.count) else {
-            throw SwitchboardError(.invalidArgument, "a clientMessageId is 1–128 characters")
+        guard (1...128).contains(message.id.rawValue.utf8.count),
+              !message.id.rawValue.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw SwitchboardError(.invalidArgument, "a clientMessageId is 1–128 UTF-8 bytes without control characters")
         }
         let body = SocketIOWire.postBody(message)
         return PreparedMessage(id: message.id, conversation: message.conversation, remoteID: nil,

@@ -72,7 +72,11 @@ public enum SupabaseRows {
         for (key, value) in row["metadata"]?.members ?? [] {
             metadata[key] = value.stringValue ?? value.serialized
         }
-        let key = metadata.removeValue(forKey: keyMetadata).map(MessageID.init) ?? MessageID(id)
+        // A carried key counts only when the row ID follows from it (the key itself, or its UUIDv5 for a non-UUID
+        // key): anyone may write metadata, but only one row can have that ID, so a key added to another row (at
+        // insert, or later by PATCH) is ignored and the row speaks for itself.
+        let claimed = metadata.removeValue(forKey: keyMetadata).flatMap { $0.isEmpty ? nil : MessageID($0) }
+        let key = claimed.flatMap { rowID(for: $0) == id.lowercased() ? $0 : nil } ?? MessageID(id)
         return RemoteMessage(remoteID: RemoteID(id), conversation: ConversationID(conversation), idempotencyKey: key,
                              sender: UserID(sender), text: row["body"]?.stringValue ?? "",
                              replyTo: row["reply_to"]?.stringValue.map(RemoteID.init),
