@@ -28,6 +28,14 @@ public actor Bridge {
     private let configuration: BridgeConfiguration
     /// The store conversation of the ledger rows (`rememberedRow`).
     private let ledger: ConversationID
+    /// Changes set aside because no retry could bridge them.
+    private let quarantine: BridgeQuarantine
+    /// The send time of the oldest change read and not yet bridged (nil once a catch-up found nothing left): what
+    /// the status line's lag is measured from, so a pair that is stuck shows a growing lag.
+    private var oldestUnbridged: Date?
+    /// Whether the quarantine may hold entries (checked at start, set by each hold): only then does a bridged
+    /// change look for a held older version of itself to release.
+    private var mayHoldQuarantined = true
     private var stats = BridgeStats()
     private var wake: AsyncStream<Void>.Continuation?
     private var liveTasks: [Task<Void, Never>] = []
@@ -55,7 +63,13 @@ public actor Bridge {
         self.b = b
         self.store = store
         self.configuration = configuration
-        ledger = ConversationID("bridge:\(a.conversation)|\(b.conversation)")
+        ledger = Self.ledgerConversation(a: a.conversation, b: b.conversation)
+        quarantine = BridgeQuarantine(store: store, ledger: ledger)
+    }
+
+    /// The store conversation of the ledger rows of the pair bridging `a` with `b`.
+    static func ledgerConversation(a: ConversationID, b: ConversationID) -> ConversationID {
+        ConversationID("bridge:\(a)|\(b)")
     }
 
     /// Asks the bridge to stop: a pass in progress finishes the change (or batch of new messages) it is
@@ -76,7 +90,11 @@ public actor Bridge {
     /// Counts so far.
     public var currentStats: BridgeStats {
         var copy = stats
-        copy.waiting = (try? store.read { try $0.allPendingOperations().count }) ?? copy.waiting
+        copy.waiting = (try? store.read { tx in
+            try tx.allPendingOperations().filter { !$0.waitKey.hasPrefix("bridge-quarantine") }.count
+        }) ?? copy.waiting
+        copy.quarantined = (try? quarantine.count()) ?? copy.quarantined
+        copy.lag = oldestUnbridged.map { max(0, Date().timeIntervalSince($0)) } ?? copy.lag
         return copy
     }
 
@@ -121,6 +139,7 @@ public actor Bridge {
     /// bridge's own copies coming back) is read at most every `otherDirectionInterval`, and under `run()` only
     /// when its live stream (or the poll) has signalled something since it was last read.
     private func catchUpPasses(_ direction: Direction) async throws -> BridgeStats {
+        try await bridgeRetryRequests(direction)
         let interval = configuration.otherDirectionInterval
         var forward = PassResult(moved: true, hasMore: false)
         var backward = PassResult(moved: direction == .both, hasMore: false)
@@ -148,6 +167,8 @@ public actor Bridge {
         }
         stats.lastError = nil
         stats.lastSuccess = Date()
+        oldestUnbridged = nil
+        stats.lag = 0
         return currentStats
     }
 
@@ -266,6 +287,13 @@ public actor Bridge {
         let span = max(1, bulk?.bulkPublishLimit ?? 1)
         try lookUpWaitingReplies(from: source, to: target)
         let batch = try await page(of: source, after: cursor, span: span)
+        if oldestUnbridged == nil, let first = batch.changes.first {
+            switch first {
+            case .message(let message): oldestUnbridged = message.editedAt ?? message.deletedAt ?? message.sentAt
+            case .reaction(let reaction): oldestUnbridged = reaction.at
+            case .receipt(let receipt): oldestUnbridged = receipt.at
+            }
+        }
         if batch.hasMore, !stopping, batch.cursor != cursor {
             let adapter = source.adapter, conversation = source.conversation, next = batch.cursor
             let limit = configuration.batchSize
@@ -289,7 +317,7 @@ public actor Bridge {
                     // A full batch is copied now unless it ends the page: then it goes below, left in flight.
                     if run.count >= max(1, bulk.bulkPublishLimit), index < batch.changes.count - 1 {
                         try await completeInFlight()
-                        try await copy(run, from: source, to: target, via: bulk)
+                        try await copyOrSplit(run, from: source, to: target, via: bulk)
                         run = []
                         planned = []
                         states = [:]
@@ -298,7 +326,7 @@ public actor Bridge {
                 }
                 if !run.isEmpty {
                     try await completeInFlight()
-                    try await copy(run, from: source, to: target, via: bulk)
+                    try await copyOrSplit(run, from: source, to: target, via: bulk)
                     run = []
                     planned = []
                     if stopping { return PassResult(moved: false, hasMore: false) }
@@ -307,7 +335,7 @@ public actor Bridge {
             states = [:]
             try await completeInFlight()
             try await copyRepliesToCopiedTargets(from: source, to: target)
-            try await bridge(change, from: source, to: target)
+            try await bridgeOrHold(change, from: source, to: target)
         }
         if let bulk, !run.isEmpty {
             try Task.checkCancellation()
@@ -361,15 +389,23 @@ public actor Bridge {
             return
         }
         inFlight = nil
-        // The publish runs in a task of its own: cancelling the caller cancels it too, as a direct call would.
-        let receipts = try await withTaskCancellationHandler {
-            try await current.publish.value
-        } onCancel: {
-            current.publish.cancel()
-        }
-        inFlight = next?()
-        try await finish(current.staged, receipts: receipts)
         let source = current.source
+        do {
+            // The publish runs in a task of its own: cancelling the caller cancels it too, as a direct call would.
+            let receipts = try await withTaskCancellationHandler {
+                try await current.publish.value
+            } onCancel: {
+                current.publish.cancel()
+            }
+            inFlight = next?()
+            try await finish(current.staged, receipts: receipts)
+        } catch where Self.isPermanent(error) {
+            // One message of the batch cannot go: each is bridged alone, and what cannot go is held.
+            for planned in current.staged.run {
+                try await bridgeOrHold(.message(planned.message), from: source, to: current.staged.target)
+            }
+            inFlight = next?()
+        }
         if current.cursor != current.storedCursor {
             try store.write { try $0.setCursor(current.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
         }
@@ -397,7 +433,8 @@ public actor Bridge {
             var settled = Set<Int>()
             for index in candidates {
                 guard case .message(let message) = changes[index],
-                      let id = try message.idempotencyKey ?? tx.messageID(backend: source.backend, remoteID: message.remoteID),
+                      let id = try tx.messageID(backend: source.backend, remoteID: message.remoteID)
+                          ?? MessageIdentity.normalizedKey(message.idempotencyKey, scope: KeyScope(message, on: source.backend)),
                       try tx.remoteID(of: id, backend: source.backend, part: 0) == message.remoteID,
                       try tx.remoteID(of: id, backend: target.backend, part: 0) != nil else { continue }
                 if let row = try tx.message(id), row.delivery == .pending {
@@ -463,18 +500,51 @@ public actor Bridge {
         }
     }
 
-    /// The `MessageID` of a source message: its key, else the map, else the derivation.
-    private func resolve(_ remote: RemoteID, key: MessageID?, on side: BridgeSide) throws -> MessageID {
-        if let key { return key }
+    /// The `MessageID` of a source message's reaction or receipt target: the map, else the derivation.
+    private func resolveTarget(_ remote: RemoteID, on side: BridgeSide) throws -> MessageID {
         let backend = side.backend
-        return try store.read { tx in try Self.resolve(remote, key: nil, backend: backend, in: tx) }
+        return try store.read { tx in
+            try tx.messageID(backend: backend, remoteID: remote) ?? MessageID.derived(backend: backend, remote: remote)
+        }
     }
 
-    /// `resolve` inside a transaction.
-    private static func resolve(_ remote: RemoteID, key: MessageID?, backend: BackendID,
-                                in tx: any StoreTransaction) throws -> MessageID {
-        if let key { return key }
-        return try tx.messageID(backend: backend, remoteID: remote) ?? MessageID.derived(backend: backend, remote: remote)
+    /// The `MessageID` of a source message (`identify` in a read transaction), logging and counting a carried key
+    /// that was refused.
+    private func identify(_ message: RemoteMessage, on side: BridgeSide) throws -> MessageID {
+        let ledger = self.ledger
+        return noted(try store.read { tx in try Self.identify(message, on: side, ledger: ledger, in: tx) }, of: message, on: side)
+    }
+
+    /// Logs and counts a resolution whose carried key was refused; returns its ID.
+    private func noted(_ resolution: MessageIdentity.Resolution, of message: RemoteMessage, on side: BridgeSide) -> MessageID {
+        if let key = resolution.refusedKey, let reason = resolution.collision {
+            stats.keyCollisions += 1
+            configuration.log("\(side.name) message \(message.remoteID) from \(message.sender) carries key \(key), which is "
+                              + "not theirs to use (\(reason)); bridged apart as \(resolution.id)")
+        }
+        return resolution.id
+    }
+
+    /// Resolves a source message (DESIGN §2): the ID map by its backend ID first (the bridge's own copies and
+    /// everything seen before), else its carried key when the claim holds, else a derived ID. A key binds only
+    /// when that `MessageID` is unknown to the store, or is this pair's own copy coming back from the bridge's
+    /// account; a key naming any other message (of this pair, another pair, another backend) is a collision.
+    private static func identify(_ message: RemoteMessage, on side: BridgeSide, ledger: ConversationID,
+                                 in tx: any StoreTransaction) throws -> MessageIdentity.Resolution {
+        if let mapped = try tx.messageID(backend: side.backend, remoteID: message.remoteID) {
+            return MessageIdentity.Resolution(id: mapped)
+        }
+        let own = side.adapter.localUser
+        return try MessageIdentity.resolve(message, on: side.backend) { candidate in
+            var evidence = KeyEvidence()
+            if let other = try tx.remoteID(of: candidate, backend: side.backend, part: 0), other != message.remoteID {
+                evidence.otherRemoteOnBackend = other
+            }
+            let row = try tx.messageOwner(candidate)
+            evidence.isOwnCopy = message.sender == own && row?.conversation == ledger
+            evidence.isHeldElsewhere = try row != nil || !tx.mappings(of: candidate).isEmpty
+            return evidence
+        }
     }
 
     /// Records a mapping unless the same one exists.
@@ -495,9 +565,12 @@ public actor Bridge {
 
     private func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
                                repliesMayWait: Bool = true) async throws {
-        let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
+        let id = try identify(message, on: source)
         try record(id, message.remoteID, on: source)
         switch try copyState(id, on: target) {
+        case .otherPair:
+            throw SwitchboardError(.conflict, "\(source.name) message \(message.remoteID) resolves to \(id), which "
+                                   + "belongs to another bridged pair")
         case .bridged(let remote):
             if message.sender != source.adapter.localUser { observer?(.alreadyPresent(id)) }
             try await applyUpdates(message, id: id, remote: remote, from: source, to: target)
@@ -513,7 +586,7 @@ public actor Bridge {
             var original = message
             original.text = staged.content.text
             let outgoing = outgoingCopy(of: original, id: id, from: source, to: target, replyTo: nil,
-                                        metadata: message.metadata, attachments: [])
+                                        metadata: Self.relayable(message.metadata), attachments: [])
             let prepared = try await target.adapter.prepare(outgoing, noSend: true)
             try await republish(prepared, of: message, id: id, from: source, to: target)
             return
@@ -526,12 +599,12 @@ public actor Bridge {
             return
         }
         if message.deletedAt != nil {
-            try remember(message, id: id, deleted: true)
+            try remember(message, id: id, from: source, deleted: true)
             observer?(.skippedDeleted(id))
             return
         }
         var replyTo: RemoteID?
-        var metadata = message.metadata
+        var metadata = Self.relayable(message.metadata)
         if let reply = message.replyTo {
             let replyID = try store.read { try $0.messageID(backend: source.backend, remoteID: reply) }
             let targetBackend = target.backend
@@ -550,9 +623,15 @@ public actor Bridge {
         let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: replyTo, metadata: metadata,
                                     attachments: attachments)
         let prepared = try await target.adapter.prepare(outgoing, noSend: true)
-        let pending = rememberedRow(message, id: id, deleted: false, pending: true)
+        let pending = rememberedRow(message, id: id, from: source, deleted: false, pending: true)
         try store.write { tx in try Self.persist(prepared, pending, on: target, in: tx) }
-        let receipt = try await target.adapter.publish(prepared)
+        let receipt: PublishReceipt
+        do {
+            receipt = try await target.adapter.publish(prepared)
+        } catch where Self.isPermanent(error) {
+            try unstage(id, message, from: source)
+            throw error
+        }
         _ = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
         counted(message, id: id, from: source)
         try await flushWaiting(for: id, on: target)
@@ -582,17 +661,21 @@ public actor Bridge {
         case pendingUnstored(Message)
         /// Published and recorded under this target ID.
         case bridged(RemoteID)
+        /// The ID belongs to another pair's ledger: nothing of this pair may touch it.
+        case otherPair
     }
 
     /// The copy state of `id` towards `target`: the ledger row says pending or done, the ID map gives the target ID.
     private func copyState(_ id: MessageID, on target: BridgeSide) throws -> CopyState {
-        let backend = target.backend
-        return try store.read { tx in try Self.copyState(id, towards: backend, in: tx) }
+        let backend = target.backend, ledger = self.ledger
+        return try store.read { tx in try Self.copyState(id, towards: backend, ledger: ledger, in: tx) }
     }
 
     /// `copyState` inside a transaction.
-    private static func copyState(_ id: MessageID, towards backend: BackendID, in tx: any StoreTransaction) throws -> CopyState {
+    private static func copyState(_ id: MessageID, towards backend: BackendID, ledger: ConversationID,
+                                  in tx: any StoreTransaction) throws -> CopyState {
         guard let row = try tx.message(id) else { return .new }
+        guard row.conversation == ledger else { return .otherPair }
         // Pending towards this target: republish the stored copy. Pending towards the other side means this
         // change is that copy's echo, which the map below recognises like any other.
         if row.delivery == .pending {
@@ -621,15 +704,20 @@ public actor Bridge {
             return message
         }
         guard !candidates.isEmpty else { return [:] }
-        let (sourceBackend, targetBackend) = (source.backend, target.backend)
-        return try store.read { tx in
-            var states: [RemoteID: (id: MessageID, state: CopyState)] = [:]
+        let (targetBackend, ledger) = (target.backend, ledger)
+        let resolved = try store.read { tx in
+            var states: [(message: RemoteMessage, resolution: MessageIdentity.Resolution, state: CopyState)] = []
             for message in candidates {
-                let id = try Self.resolve(message.remoteID, key: message.idempotencyKey, backend: sourceBackend, in: tx)
-                states[message.remoteID] = (id, try Self.copyState(id, towards: targetBackend, in: tx))
+                let resolution = try Self.identify(message, on: source, ledger: ledger, in: tx)
+                states.append((message, resolution, try Self.copyState(resolution.id, towards: targetBackend, ledger: ledger, in: tx)))
             }
             return states
         }
+        var states: [RemoteID: (id: MessageID, state: CopyState)] = [:]
+        for entry in resolved {
+            states[entry.message.remoteID] = (noted(entry.resolution, of: entry.message, on: source), entry.state)
+        }
+        return states
     }
 
     /// Records, before the publish, everything a restart needs to finish it: the target ID when the scheme knows
@@ -654,6 +742,17 @@ public actor Bridge {
                                         createdAt: now))
     }
 
+    /// Takes back a copy whose publish was refused for good: its ledger row, stored copy and target mapping go (a
+    /// target row under its key, if any, is not the bridge's), the source mapping stays, so the key keeps naming
+    /// the source message and nobody else's.
+    private func unstage(_ id: MessageID, _ message: RemoteMessage, from source: BridgeSide) throws {
+        try store.write { tx in
+            let kept = try tx.mappings(of: id).filter { $0.backend == source.backend }
+            try tx.removeMessage(id)
+            for mapping in kept { try tx.insertMapping(mapping) }
+        }
+    }
+
     /// After a publish: records the target ID (when the answer or the scheme tells it; an echo-only backend's
     /// copy stays unmapped, so the next pass republishes it under its key, harmlessly), marks the ledger row done
     /// and drops the stored copy; returns the ID.
@@ -672,13 +771,24 @@ public actor Bridge {
         try tx.removeOutbox(id)
     }
 
+    /// The ledger-row metadata key naming the backend the original message came from (absent in rows written
+    /// before it existed).
+    static let originKey = "bridge.from"
+
+    /// Whether `message`, found under `id` on `source`, is the original this pair copied, by its author: only then
+    /// may its edits and deletes change the copy. Anything else standing under the ID (a row someone inserted
+    /// under the key before the bridge's copy, say) is not the original, whatever it says.
+    private static func isOriginal(_ message: RemoteMessage, from source: BridgeSide, remembered: Message) -> Bool {
+        message.sender == remembered.sender
+            && (remembered.content.metadata[originKey].map { $0 == source.backend.rawValue } ?? true)
+    }
+
     /// The ledger-row metadata key naming the target a staged copy without a stored prepared copy goes to.
     static let stagedTowardsKey = "bridge.stagedTowards"
 
     /// Counts a copied message and tells the observer.
     private func counted(_ message: RemoteMessage, id: MessageID, from source: BridgeSide) {
         if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
-        stats.lag = max(0, Date().timeIntervalSince(message.sentAt))
         observer?(.copied(id))
     }
 
@@ -697,6 +807,19 @@ public actor Bridge {
         return OutgoingMessage(id: id, conversation: target.conversation, sender: target.adapter.localUser,
                                text: message.text.isEmpty && attachments.isEmpty ? "(empty message)" : message.text,
                                replyTo: replyTo, attachments: attachments, metadata: metadata, createdAt: message.sentAt)
+    }
+
+    /// The source metadata a copy may carry: everything but the reserved `switchboard.*` and `bridge.*` keys,
+    /// which only Switchboard itself sets (a sender who writes them could otherwise claim another message's key
+    /// or forge a copy's origin on the other side).
+    static func relayable(_ metadata: [String: String]) -> [String: String] {
+        guard metadata.keys.contains(where: isReserved) else { return metadata }
+        return metadata.filter { !isReserved($0.key) }
+    }
+
+    /// Whether a metadata key is reserved for Switchboard.
+    private static func isReserved(_ key: String) -> Bool {
+        key.hasPrefix("switchboard.") || key.hasPrefix("bridge.")
     }
 
     // MARK: - Batched copies
@@ -726,11 +849,11 @@ public actor Bridge {
     private func plan(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
                       excluding planned: Set<MessageID>, known: (id: MessageID, state: CopyState)?) throws -> PlannedCopy? {
         guard Self.isPlain(message, from: source) else { return nil }
-        let id = try known?.id ?? resolve(message.remoteID, key: message.idempotencyKey, on: source)
+        let id = try known?.id ?? identify(message, on: source)
         guard !planned.contains(id) else { return nil }
         guard case .new = try known?.state ?? copyState(id, on: target) else { return nil }  // done, or pending: one by one
-        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil, metadata: message.metadata,
-                                    attachments: [])
+        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil,
+                                    metadata: Self.relayable(message.metadata), attachments: [])
         return PlannedCopy(message: message, id: id, outgoing: outgoing)
     }
 
@@ -764,7 +887,7 @@ public actor Bridge {
         var prepared: [PreparedMessage] = []
         prepared.reserveCapacity(run.count)
         for planned in run { prepared.append(try await adapter.prepare(planned.outgoing, noSend: true)) }
-        let pendingRows = run.map { rememberedRow($0.message, id: $0.id, deleted: false, pending: true) }
+        let pendingRows = run.map { rememberedRow($0.message, id: $0.id, from: source, deleted: false, pending: true) }
         let keepingCopies = !adapter.republishesByKey
         try store.write { tx in
             for index in run.indices {
@@ -792,7 +915,10 @@ public actor Bridge {
             // The batch's ledger rows leave `pending` together: one statement, not one per message.
             try tx.updateDeliveries(of: run.map(\.id), from: .pending, to: .received)
         }
-        for planned in run { counted(planned.message, id: planned.id, from: source) }
+        for planned in run {
+            counted(planned.message, id: planned.id, from: source)
+            if mayHoldQuarantined { try quarantine.release(supersededBy: .message(planned.message), from: source.backend) }
+        }
         if !noWaitingReplies.contains(source.backend) {
             // Replies waiting for these are copied at the pass's next safe point (nothing in flight then).
             copiedSinceReplyCheck[source.backend, default: []] += run.map(\.message.remoteID)
@@ -808,12 +934,18 @@ public actor Bridge {
                               to target: BridgeSide) async throws {
         guard message.sender != source.adapter.localUser else { return }
         let known = try store.read { try $0.message(id) }
+        if let known, !Self.isOriginal(message, from: source, remembered: known) {
+            stats.keyCollisions += 1
+            configuration.log("not bridging changes of \(source.name) message \(message.remoteID) from \(message.sender): it "
+                              + "stands under \(id), whose original is \(known.sender)'s")
+            return
+        }
         if message.deletedAt != nil, known?.deletedAt == nil {
             if let deleting = target.adapter as? any DeletingAdapter {
                 try await deleting.delete(remote, in: target.conversation)
                 stats.updates += 1
             }
-            try remember(message, id: id, deleted: true)
+            try remember(message, id: id, from: source, deleted: true)
             return
         }
         if message.deletedAt == nil, let known, known.deletedAt == nil, known.content.text != message.text {
@@ -821,22 +953,25 @@ public actor Bridge {
                 try await editing.edit(remote, in: target.conversation, text: message.text)
                 stats.updates += 1
             }
-            try remember(message, id: id, deleted: false)
+            try remember(message, id: id, from: source, deleted: false)
         } else if known == nil {
-            try remember(message, id: id, deleted: message.deletedAt != nil)
+            try remember(message, id: id, from: source, deleted: message.deletedAt != nil)
         }
     }
 
     /// Keeps the last bridged text and deletion of a message, so an edit is applied once.
-    private func remember(_ message: RemoteMessage, id: MessageID, deleted: Bool) throws {
-        let row = rememberedRow(message, id: id, deleted: deleted)
+    private func remember(_ message: RemoteMessage, id: MessageID, from source: BridgeSide, deleted: Bool) throws {
+        let row = rememberedRow(message, id: id, from: source, deleted: deleted)
         try store.write { try $0.upsertMessage(row) }
     }
 
     /// The ledger row `remember` keeps for a message (`pending` while its copy is prepared but not yet published).
-    private func rememberedRow(_ message: RemoteMessage, id: MessageID, deleted: Bool, pending: Bool = false) -> Message {
+    /// It names the side the original came from (`originKey`), so only the original's author can change the copy.
+    private func rememberedRow(_ message: RemoteMessage, id: MessageID, from source: BridgeSide, deleted: Bool,
+                               pending: Bool = false) -> Message {
         Message(id: id, conversation: ledger,
-                sender: message.sender, content: MessageContent(text: message.text), timestamp: message.sentAt,
+                sender: message.sender, content: MessageContent(text: message.text, metadata: [Self.originKey: source.backend.rawValue]),
+                timestamp: message.sentAt,
                 hasServerTimestamp: true, editedAt: message.editedAt,
                 deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: pending ? .pending : .received,
                 isOutgoing: false)
@@ -863,6 +998,70 @@ public actor Bridge {
         return hosted
     }
 
+    // MARK: - The quarantine
+
+    /// Whether `error` is one no retry of the same change can fix (the change itself is refused), so the change is
+    /// held in the quarantine instead of stopping the pair; transport, storage, authentication and missing
+    /// conversation errors are the pair's, not the change's, and are retried.
+    static func isPermanent(_ error: any Error) -> Bool {
+        guard let error = error as? SwitchboardError, !error.isRetryable else { return false }
+        switch error.code {
+        case .conflict, .invalidArgument, .contentTooLarge, .emptyMessage, .refused, .notOwner, .notSupported,
+             .unknownMessage, .editWindowExpired, .deleteWindowExpired, .alreadyPublished, .notFound:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Bridges one change; one that fails for a reason no retry can fix is held in the quarantine with that reason,
+    /// logged and counted, so it cannot stop the pair.
+    private func bridgeOrHold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide) async throws {
+        do {
+            try await bridge(change, from: source, to: target)
+            if mayHoldQuarantined, try quarantine.release(supersededBy: change, from: source.backend) {
+                configuration.log("released the quarantined \(source.name) change of \(Self.subject(change)): a newer "
+                                  + "version was bridged")
+            }
+        } catch where Self.isPermanent(error) {
+            mayHoldQuarantined = true
+            try quarantine.hold(change, from: source.backend, reason: String(describing: error))
+            configuration.log("quarantined \(source.name) \(Self.subject(change)) (bridging it to \(target.name) failed: "
+                              + "\(error)); the pair goes on")
+        }
+    }
+
+    /// `message <remote ID>` (or reaction, receipt, edit, delete), for logs.
+    private static func subject(_ change: RemoteChange) -> String {
+        let entry = BridgeQuarantine.Entry(id: 0, source: "", change: change, reason: "", at: Date(), retryRequested: false)
+        return "\(entry.kind) \(entry.remoteID)"
+    }
+
+    /// A batch copy that falls back to one change at a time when one of its messages cannot go, so only that one
+    /// is held.
+    private func copyOrSplit(_ run: [PlannedCopy], from source: BridgeSide, to target: BridgeSide,
+                             via adapter: any BulkPublishingAdapter) async throws {
+        do {
+            try await copy(run, from: source, to: target, via: adapter)
+        } catch where Self.isPermanent(error) {
+            for planned in run { try await bridgeOrHold(.message(planned.message), from: source, to: target) }
+        }
+    }
+
+    /// Bridges the quarantined changes an operator asked to retry; each that fails again is held again.
+    private func bridgeRetryRequests(_ direction: Direction) async throws {
+        for entry in try quarantine.takeRetryRequests() {
+            let (source, target) = entry.source == a.backend ? (a, b) : (b, a)
+            guard entry.source == a.backend || entry.source == b.backend, direction == .both || source.backend == a.backend
+            else { continue }
+            try await completeInFlight()
+            // Success releases the entry (`bridgeOrHold`); another refusal holds the change again.
+            mayHoldQuarantined = true
+            try await bridgeOrHold(entry.change, from: source, to: target)
+        }
+        mayHoldQuarantined = try quarantine.count() > 0
+    }
+
     // MARK: - Reactions, receipts and the waiting queue
 
     private struct WaitingOperation: Codable {
@@ -873,13 +1072,13 @@ public actor Bridge {
     }
 
     private func bridgeReaction(_ reaction: RemoteReaction, from source: BridgeSide, to target: BridgeSide) async throws {
-        let id = try resolve(reaction.target, key: nil, on: source)
+        let id = try resolveTarget(reaction.target, on: source)
         let operation = WaitingOperation(kind: "reaction", symbol: reaction.symbol, isActive: reaction.isActive)
         try await apply(operation, to: id, on: target)
     }
 
     private func bridgeReceipt(_ receipt: RemoteReceipt, from source: BridgeSide, to target: BridgeSide) async throws {
-        let id = try resolve(receipt.target, key: nil, on: source)
+        let id = try resolveTarget(receipt.target, on: source)
         try await apply(WaitingOperation(kind: "receipt", receipt: receipt.state.rawValue), to: id, on: target)
     }
 
@@ -912,7 +1111,11 @@ public actor Bridge {
         let waiting = try store.read { try $0.pendingOperations(waitingOn: Self.waitKey(id, target)) }
         for entry in waiting {
             if let operation = try? JSONDecoder().decode(WaitingOperation.self, from: entry.payload) {
-                try await apply(operation, to: id, on: target)
+                do {
+                    try await apply(operation, to: id, on: target)
+                } catch where Self.isPermanent(error) {
+                    configuration.log("dropped a waiting \(operation.kind) on \(id): \(target.name) refused it (\(error))")
+                }
             }
             try store.write { try $0.removePending(entry.id) }
         }
@@ -996,9 +1199,17 @@ public actor Bridge {
         try await completeInFlight()
         for entry in waiting.sorted(by: { $0.id < $1.id }) {
             if let message = try? JSONDecoder().decode(RemoteMessage.self, from: entry.payload) {
-                let id = try resolve(message.remoteID, key: message.idempotencyKey, on: source)
+                let id = try identify(message, on: source)
                 let deleted = try store.read { try $0.message(id) }?.deletedAt != nil
-                if !deleted { try await bridgeMessage(message, from: source, to: target, repliesMayWait: false) }
+                if !deleted {
+                    do {
+                        try await bridgeMessage(message, from: source, to: target, repliesMayWait: false)
+                    } catch where Self.isPermanent(error) {
+                        try quarantine.hold(.message(message), from: source.backend, reason: String(describing: error))
+                        configuration.log("quarantined \(source.name) reply \(message.remoteID) (bridging it to \(target.name) "
+                                          + "failed: \(error)); the pair goes on")
+                    }
+                }
             }
             try store.write { try $0.removePending(entry.id) }
         }

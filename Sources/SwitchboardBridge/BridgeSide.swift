@@ -54,11 +54,18 @@ public struct BridgeStats: Sendable, Hashable {
     public var updates = 0
     /// Operations waiting for their target to be bridged.
     public var waiting = 0
+    /// Changes set aside in the persisted quarantine (a retry could not bridge them); listed, retried and dropped
+    /// with `switchboard bridge quarantine`.
+    public var quarantined = 0
+    /// Source messages whose carried key was not theirs to use (DESIGN §2): bridged apart under an ID of their own,
+    /// or, standing where this pair's copy should be, left alone.
+    public var keyCollisions = 0
     /// The last error, if the latest pass failed.
     public var lastError: String?
     /// When the last pass finished without error.
     public var lastSuccess: Date?
-    /// Seconds from the source message's send time to its copy's publish, for the latest message bridged.
+    /// The age in seconds of the oldest change read and not yet bridged; 0 once a catch-up found nothing left, nil
+    /// before the first pass.
     public var lag: TimeInterval?
 
     /// Zero counts.

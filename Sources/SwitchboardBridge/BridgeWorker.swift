@@ -64,12 +64,14 @@ public struct BridgePairStatus: Sendable, Hashable {
     /// Totals over every bridge this worker ran for the pair (`waiting` and `lag` from the latest).
     public var stats: BridgeStats
 
-    /// `pair general: a→b 12, b→a 7, updates 3, waiting 0, lag 0.4s, last error -`.
+    /// `pair general: a→b 12, b→a 7, updates 3, waiting 0, quarantined 0, collisions 0, lag 0.4s, last error -`
+    /// (`lag`: the age of the oldest change read and not yet bridged; 0 when caught up).
     public var line: String {
         let error = stats.lastError.map { Self.oneLine($0) } ?? "-"
         let lag = stats.lag.map { String(format: "%.1fs", $0) } ?? "-"
         let counts = "a→b \(stats.messagesAToB), b→a \(stats.messagesBToA), updates \(stats.updates), "
-            + "waiting \(stats.waiting), lag \(lag), last error \(error)"
+            + "waiting \(stats.waiting), quarantined \(stats.quarantined), collisions \(stats.keyCollisions), lag \(lag), "
+            + "last error \(error)"
         if case .standby(let holder) = state {
             return "pair \(name): standby (lease held by \(holder ?? "another worker")), \(counts)"
         }
@@ -343,6 +345,7 @@ public actor BridgeWorker {
         total.messagesAToB += earlier.messagesAToB
         total.messagesBToA += earlier.messagesBToA
         total.updates += earlier.updates
+        total.keyCollisions += earlier.keyCollisions
         total.lag = current.lag ?? earlier.lag
         total.lastError = current.lastError ?? (current.lastSuccess == nil ? earlier.lastError : nil)
         total.lastSuccess = current.lastSuccess ?? earlier.lastSuccess

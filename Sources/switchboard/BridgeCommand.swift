@@ -44,16 +44,11 @@ import Glibc
 enum BridgeCommand {
     /// Parses the options and config, then runs the worker (or one catch-up).
     static func run(_ arguments: [String]) async throws -> Int32 {
+        if arguments.first == "quarantine" { return try await BridgeQuarantineCommand.run(Array(arguments.dropFirst())) }
         let options = try Arguments(arguments, booleanFlags: ["catch-up-only", "verbose"])
         try options.check(allowed: ["config", "catch-up-only", "verbose"])
         guard let path = options.value("config"), !path.isEmpty else { throw UsageError("bridge needs --config FILE") }
-        let config: BridgeConfigFile
-        do {
-            config = try BridgeConfigFile.load(path: path)
-        } catch let error as ConfigError {
-            FileHandle.standardError.write(Data("switchboard: \(path): \(error)\n".utf8))
-            return 2
-        }
+        guard let config = try loadConfig(path) else { return 2 }
         let verbose = options.has("verbose")
         let log: @Sendable (String) -> Void = { line in
             FileHandle.standardError.write(Data("bridge: \(line)\n".utf8))
@@ -117,8 +112,18 @@ enum BridgeCommand {
         return 0
     }
 
+    /// The config at `path`, or nil after printing what is wrong with it (the caller exits 2).
+    static func loadConfig(_ path: String) throws -> BridgeConfigFile? {
+        do {
+            return try BridgeConfigFile.load(path: path)
+        } catch let error as ConfigError {
+            FileHandle.standardError.write(Data("switchboard: \(path): \(error)\n".utf8))
+            return nil
+        }
+    }
+
     /// Closes a store that can be closed.
-    private static func closeStore(_ store: any LeaseStore) {
+    static func closeStore(_ store: any LeaseStore) {
         if let sqlite = store as? SQLiteStore { sqlite.close() }
         if let postgres = store as? PostgresStore { postgres.close() }
     }

@@ -125,6 +125,14 @@ enum CommandLineTool {
           --config FILE           the config (store, worker, leaseSeconds, statusEverySeconds, pairs); see README
           --catch-up-only         take the leases, sync each pair once, print the status, exit (1 if a pair failed)
           --verbose               log every skipped change too (to standard error)
+        Status lines count copies, updates, waiting operations, quarantined changes and key collisions; lag is
+        the age of the oldest change read and not yet bridged. A change no retry can bridge (a refusal of the
+        other side, a key it cannot place) is quarantined and the pair goes on:
+
+      bridge quarantine list|retry|drop --config FILE [--pair NAME] [ID...]
+                                List the quarantined changes of each pair (number, time, source, kind, ID,
+                                reason); retry has the running bridge bridge entries again at its next pass;
+                                drop forgets them. Exit 1 when an ID is not in the quarantine.
 
       migrate                   Copy one conversation's history from one backend to another, oldest to newest,
                                 page by page, checkpointed in a store (re-running resumes and adds nothing; each

@@ -60,7 +60,7 @@ struct BridgeWorkerTests {
         #expect(try await eventually { await two.status().first?.state == .standby(holder: "one") })
         #expect(await two.status().first?.line.hasPrefix("pair general: standby (lease held by one)") == true)
         let oneLine = await one.status().first?.line
-        #expect(oneLine?.hasPrefix("pair general: a→b 5, b→a 0, updates 0, waiting 0, lag ") == true, "\(oneLine ?? "")")
+        #expect(oneLine?.hasPrefix("pair general: a→b 5, b→a 0, updates 0, waiting 0, quarantined 0, collisions 0, lag ") == true, "\(oneLine ?? "")")
 
         await one.stop()
         await runOne.value
