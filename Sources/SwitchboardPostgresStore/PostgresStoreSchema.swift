@@ -22,6 +22,7 @@ enum PostgresStoreSchema {
     static let migrations: [Migration] = [
         Migration(name: "v1-initial-schema", sql: initialSchema),
         Migration(name: "v2-leases", sql: leases),
+        Migration(name: "v5-bridge-records", sql: bridgeRecords),
     ]
 
     /// The names of every migration, in order.
@@ -213,6 +214,45 @@ enum PostgresStoreSchema {
             owner TEXT COLLATE "C" NOT NULL,
             expires_at BIGINT NOT NULL
         );
+        """
+    }
+
+    /// The per-pair bridge records of `SwitchboardSchema`'s fifth version (the SQLite-only third and fourth have no
+    /// PostgreSQL counterpart). A copy's text is kept as bytes, like `messages.text_exact`, so any text round-trips.
+    private static func bridgeRecords(_ p: String) -> String {
+        """
+        CREATE TABLE \(p)bridge_copies (
+            pair TEXT COLLATE "C" NOT NULL,
+            message_id TEXT COLLATE "C" NOT NULL,
+            origin TEXT COLLATE "C",
+            sender TEXT COLLATE "C" NOT NULL,
+            text BYTEA NOT NULL,
+            sent_at BIGINT NOT NULL,
+            edited_at BIGINT,
+            deleted_at BIGINT,
+            pending_towards TEXT COLLATE "C",
+            prepared BYTEA,
+            PRIMARY KEY (pair, message_id)
+        );
+        CREATE INDEX bridge_copies_message ON \(p)bridge_copies (message_id);
+
+        CREATE TABLE \(p)bridge_cursors (
+            pair TEXT COLLATE "C" NOT NULL,
+            backend TEXT COLLATE "C" NOT NULL,
+            cursor TEXT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            PRIMARY KEY (pair, backend)
+        );
+
+        CREATE TABLE \(p)bridge_operations (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            pair TEXT COLLATE "C" NOT NULL,
+            wait_key TEXT COLLATE "C" NOT NULL,
+            kind TEXT NOT NULL,
+            payload BYTEA NOT NULL,
+            created_at BIGINT NOT NULL
+        );
+        CREATE INDEX bridge_operations_wait_key ON \(p)bridge_operations (pair, wait_key, id);
         """
     }
 }

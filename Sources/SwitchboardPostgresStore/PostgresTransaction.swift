@@ -14,7 +14,7 @@ final class PostgresTransaction: StoreTransaction {
     /// The schema name, for error messages.
     private let schema: String
     /// The quoted schema followed by a dot, prefixed to every table name.
-    private let p: String
+    let p: String
     /// Whether this is a read-only snapshot (`read`).
     private let isReadOnly: Bool
     /// The first statement failure; the server transaction is aborted once it is set.
@@ -74,7 +74,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Runs one statement with bound parameters, turning failures into `SwitchboardError`s.
     @discardableResult
-    private func run(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresResult {
+    func run(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresResult {
         guard let connection else {
             throw SwitchboardError(.storage, "a store transaction was used after it ended")
         }
@@ -94,13 +94,13 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     /// Runs a query and decodes each row.
-    private func rows<Row>(_ sql: String, _ parameters: [(any PostgresBindable)?] = [],
+    func rows<Row>(_ sql: String, _ parameters: [(any PostgresBindable)?] = [],
                            _ decode: (PostgresRow) throws -> Row) throws -> [Row] {
         try run(sql, parameters).rows.map { try decode(PostgresRow(values: $0, corruption: corruption)) }
     }
 
     /// Runs a query and decodes its first row, if any.
-    private func first<Row>(_ sql: String, _ parameters: [(any PostgresBindable)?] = [],
+    func first<Row>(_ sql: String, _ parameters: [(any PostgresBindable)?] = [],
                             _ decode: (PostgresRow) throws -> Row) throws -> Row? {
         guard let values = try run(sql, parameters).rows.first else { return nil }
         return try decode(PostgresRow(values: values, corruption: corruption))
@@ -572,8 +572,8 @@ final class PostgresTransaction: StoreTransaction {
         try run("DELETE FROM \(p)pending_operations WHERE id = $1", [id])
     }
 
-    /// Decodes a `pending_operations` row.
-    private static func decodePending(_ row: PostgresRow) throws -> PendingOperation {
+    /// Decodes a `pending_operations` or `bridge_operations` row (`id, wait_key, kind, payload, created_at`).
+    static func decodePending(_ row: PostgresRow) throws -> PendingOperation {
         PendingOperation(id: try row.int64(0), waitKey: try row.string(1), kind: try row.string(2),
                          payload: try row.data(3), createdAt: try row.date(4))
     }
@@ -621,7 +621,7 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     /// The error for a row this version cannot read.
-    private func corruption(_ detail: String) -> SwitchboardError {
+    func corruption(_ detail: String) -> SwitchboardError {
         SwitchboardError(.corruptStore, "the PostgreSQL schema \(schema) holds an unreadable row: \(detail)")
     }
 }

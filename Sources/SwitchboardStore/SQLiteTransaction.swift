@@ -55,7 +55,7 @@ final class SQLiteTransaction: StoreTransaction {
     }
 
     /// Runs `work` on the connection, turning SQLite failures into `SwitchboardError`s.
-    private func perform<T>(_ work: (SQLiteConnection) throws -> T) throws -> T {
+    func perform<T>(_ work: (SQLiteConnection) throws -> T) throws -> T {
         guard let connection else {
             throw SwitchboardError(.storage, "a store transaction was used after it ended")
         }
@@ -652,8 +652,8 @@ final class SQLiteTransaction: StoreTransaction {
         }
     }
 
-    /// Decodes a `pending_operations` row.
-    private static func decodePending(_ row: SQLiteStatement) -> PendingOperation {
+    /// Decodes a `pending_operations` or `bridge_operations` row (`id, wait_key, kind, payload, created_at`).
+    static func decodePending(_ row: SQLiteStatement) -> PendingOperation {
         PendingOperation(id: row.int64(at: 0), waitKey: row.string(at: 1), kind: row.string(at: 2),
                          payload: row.data(at: 3), createdAt: row.date(at: 4))
     }
@@ -708,7 +708,7 @@ final class SQLiteTransaction: StoreTransaction {
     }
 
     /// The error for a row this version cannot read.
-    private func corruption(_ detail: String) -> SwitchboardError {
+    func corruption(_ detail: String) -> SwitchboardError {
         SwitchboardError(.corruptStore, "the database file \(path) holds an unreadable row: \(detail)")
     }
 }

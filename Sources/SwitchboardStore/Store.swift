@@ -122,8 +122,9 @@ public struct PendingOperation: Sendable, Hashable, Codable {
     }
 }
 
-/// The operations one transaction offers; every logical step of the engine runs in one transaction.
-public protocol StoreTransaction {
+/// The operations one transaction offers; every logical step of the engine runs in one transaction. The bridge's
+/// own per-pair records are in `BridgeRecordTransaction`.
+public protocol StoreTransaction: BridgeRecordTransaction {
     /// The message with its attachments and reactions, or nil.
     func message(_ id: MessageID) throws -> Message?
     /// The conversation and sender of the message stored under `id`, or nil (who holds that ID).

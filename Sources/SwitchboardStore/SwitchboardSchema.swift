@@ -21,6 +21,9 @@ enum SwitchboardSchema {
         migrations.register("v4-unfinished-index-without-in-list") { connection in
             try connection.executeScript(unfinishedIndex)
         }
+        migrations.register("v5-bridge-records") { connection in
+            try connection.executeScript(bridgeRecords)
+        }
         return migrations
     }()
 
@@ -28,6 +31,45 @@ enum SwitchboardSchema {
     /// that means to use the index repeats it word for word. Shipped in v4: changing it needs a new migration.
     static let unfinishedCondition = "(delivery = 'draft' OR delivery = 'pending' OR delivery = 'uploading' "
         + "OR delivery = 'sending' OR delivery = 'failed')"
+
+    /// The fifth version's per-pair bridge records (`BridgeRecordTransaction`): the ledger of copies (one entry per
+    /// message, looked up across pairs by message ID), the change cursors of both sides, and the operations that
+    /// wait. A bridge adopts what older versions kept in `messages`, `outbox`, `sync_cursors` and
+    /// `pending_operations` when it first opens the store.
+    private static let bridgeRecords = """
+        CREATE TABLE bridge_copies (
+            pair TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            origin TEXT,
+            sender TEXT NOT NULL,
+            text TEXT NOT NULL,
+            sent_at INTEGER NOT NULL,
+            edited_at INTEGER,
+            deleted_at INTEGER,
+            pending_towards TEXT,
+            prepared BLOB,
+            PRIMARY KEY (pair, message_id)
+        ) STRICT;
+        CREATE INDEX bridge_copies_message ON bridge_copies (message_id);
+
+        CREATE TABLE bridge_cursors (
+            pair TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            cursor TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (pair, backend)
+        ) STRICT;
+
+        CREATE TABLE bridge_operations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            pair TEXT NOT NULL,
+            wait_key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX bridge_operations_wait_key ON bridge_operations (pair, wait_key, id);
+        """
 
     /// The fourth version's `messages_unfinished`: the same rows as the first's, under a condition SQLite evaluates
     /// directly. The first's `delivery IN ('draft', …)` has SQLite fill a temporary b-tree with the five names in
