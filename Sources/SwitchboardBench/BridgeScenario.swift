@@ -28,13 +28,13 @@ enum BridgeScenario {
     static let pacedRate = pacedPerTick * 100
     /// Waits (up to 60 s) until the bridge has read back, on the Supabase-like side, every row of `room` (its own
     /// copies of the burst), so the paced phase measures a bridge that is not still working off the burst.
-    private static func caughtUp(_ store: SQLiteStore, side: BridgeSide, room: ConversationID,
+    private static func caughtUp(_ store: SQLiteStore, pair: String, side: BridgeSide, room: ConversationID,
                                  database: BareCopyConnection) async throws {
         let newest = Int64(try database.query("SELECT coalesce(max(version), 0)::text FROM public.messages WHERE conversation_id = $1::uuid",
                                               [room.rawValue]).first ?? "") ?? 0
         let deadline = ContinuousClock.now + .seconds(60)
         while true {
-            let cursor = try store.read { try $0.cursor(conversation: room, backend: side.adapter.backend, kind: .changes) }
+            let cursor = try store.read { try $0.bridgeCursor(pair: pair, backend: side.adapter.backend) }
             // `v:<messages>,<reactions>,<receipts>` (or `v:<n>`): the messages version comes first.
             let read = cursor.flatMap { Int64($0.rawValue.dropFirst(2).split(separator: ",").first ?? "") } ?? 0
             if read >= newest { return }
@@ -134,7 +134,7 @@ enum BridgeScenario {
         let running = Task { await bridge.run() }
         do {
             let result = try await burst(group, servers: servers, database: database, room: room, count: count)
-            try await caughtUp(store, side: bridge.b, room: room, database: database)
+            try await caughtUp(store, pair: bridge.pair, side: bridge.b, room: room, database: database)
             let steady = try await pacedLatencies(group, database: database, room: room, count: paced,
                                                   already: count + warmUp)
             await bridge.stop()

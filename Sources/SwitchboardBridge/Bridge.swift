@@ -26,16 +26,16 @@ public actor Bridge {
     public let b: BridgeSide
     private let store: any Store
     private let configuration: BridgeConfiguration
-    /// The store conversation of the ledger rows (`rememberedRow`).
-    private let ledger: ConversationID
+    /// The pair's key in the store's bridge records (`Bridge.pairKey`): its ledger, cursors and queues.
+    public nonisolated let pair: String
     /// Changes set aside because no retry could bridge them.
     private let quarantine: BridgeQuarantine
     /// The send time of the oldest change read and not yet bridged (nil once a catch-up found nothing left): what
     /// the status line's lag is measured from, so a pair that is stuck shows a growing lag.
     private var oldestUnbridged: Date?
-    /// Whether the quarantine may hold entries (checked at start, set by each hold): only then does a bridged
-    /// change look for a held older version of itself to release.
-    private var mayHoldQuarantined = true
+    /// What the quarantine holds (loaded at each catch-up's start, kept up to date by each hold and release): a
+    /// bridged change looks here, not in the store, for a held older version of itself to release.
+    private var held: [BridgeQuarantine.Subject] = []
     private var stats = BridgeStats()
     private var wake: AsyncStream<Void>.Continuation?
     private var liveTasks: [Task<Void, Never>] = []
@@ -63,13 +63,14 @@ public actor Bridge {
         self.b = b
         self.store = store
         self.configuration = configuration
-        ledger = Self.ledgerConversation(a: a.conversation, b: b.conversation)
-        quarantine = BridgeQuarantine(store: store, ledger: ledger)
+        pair = Self.pairKey(a: a.conversation, b: b.conversation)
+        quarantine = BridgeQuarantine(store: store, pair: pair)
+        try BridgeLegacyRecords.adopt(pair: pair, a: a, b: b, store: store)
     }
 
-    /// The store conversation of the ledger rows of the pair bridging `a` with `b`.
-    static func ledgerConversation(a: ConversationID, b: ConversationID) -> ConversationID {
-        ConversationID("bridge:\(a)|\(b)")
+    /// The key under which the store keeps the records of the pair bridging conversation `a` with conversation `b`.
+    public static func pairKey(a: ConversationID, b: ConversationID) -> String {
+        "bridge:\(a)|\(b)"
     }
 
     /// Asks the bridge to stop: a pass in progress finishes the change (or batch of new messages) it is
@@ -90,8 +91,9 @@ public actor Bridge {
     /// Counts so far.
     public var currentStats: BridgeStats {
         var copy = stats
+        let pair = self.pair
         copy.waiting = (try? store.read { tx in
-            try tx.allPendingOperations().filter { !$0.waitKey.hasPrefix("bridge-quarantine") }.count
+            try BridgeWaitKey.waitingPrefixes.reduce(0) { $0 + (try tx.bridgeOperations(pair: pair, waitKeyPrefix: $1).count) }
         }) ?? copy.waiting
         copy.quarantined = (try? quarantine.count()) ?? copy.quarantined
         copy.lag = oldestUnbridged.map { max(0, Date().timeIntervalSince($0)) } ?? copy.lag
@@ -138,38 +140,118 @@ public actor Bridge {
     /// `catchUp`'s loop of passes. While one direction reads full pages, the other (which then mostly reads the
     /// bridge's own copies coming back) is read at most every `otherDirectionInterval`, and under `run()` only
     /// when its live stream (or the poll) has signalled something since it was last read.
+    ///
+    /// The two directions are independent: a pass that fails stops only its own direction (for the rest of this
+    /// catch-up, and under `run()` until its backoff is over, see `heldBack`); the other goes on, and the first
+    /// failure is thrown once it is done.
     private func catchUpPasses(_ direction: Direction) async throws -> BridgeStats {
+        lastFailureWasDirectional = false
         try await bridgeRetryRequests(direction)
         let interval = configuration.otherDirectionInterval
         var forward = PassResult(moved: true, hasMore: false)
         var backward = PassResult(moved: direction == .both, hasMore: false)
         var readAt = (forward: ContinuousClock.now - interval, backward: ContinuousClock.now - interval)
+        var failures: [DirectionFailure] = []
         /// Whether `side` may be skipped while the other side has a backlog.
         func quiet(_ side: BridgeSide, readAt: ContinuousClock.Instant) -> Bool {
             ContinuousClock.now - readAt < interval || signals?.isSignalled(side.backend) == false
         }
+        /// Whether `side`'s direction may be read: it has not failed in this catch-up and is not backing off.
+        func due(_ side: BridgeSide) -> Bool {
+            !failures.contains { $0.source == side.backend }
+                && (heldBack[side.backend].map { ContinuousClock.now >= $0.until } ?? true)
+        }
         while true {
-            if !(backward.hasMore && quiet(a, readAt: readAt.forward)) {
+            if due(a), !(backward.hasMore && quiet(a, readAt: readAt.forward)) {
                 readAt.forward = ContinuousClock.now
                 signals?.clear(a.backend)
-                forward = try await pass(from: a, to: b)
+                forward = try await guardedPass(from: a, to: b, failures: &failures)
             }
-            if direction == .both, !(forward.hasMore && quiet(b, readAt: readAt.backward)) {
+            if direction == .both, due(b), !(forward.hasMore && quiet(b, readAt: readAt.backward)) {
                 readAt.backward = ContinuousClock.now
                 signals?.clear(b.backend)
-                backward = try await pass(from: b, to: a)
+                backward = try await guardedPass(from: b, to: a, failures: &failures)
             }
             if stopping {
                 try await completeInFlight()
-                return currentStats
+                break
             }
             if !forward.moved && !backward.moved { break }
         }
+        if let failure = failures.first {
+            lastFailureWasDirectional = true
+            throw failure.error
+        }
+        if stopping { return currentStats }
+        // A direction still backing off has its error on the status line; only a catch-up of both is a success.
+        guard heldBack.isEmpty else { return currentStats }
         stats.lastError = nil
         stats.lastSuccess = Date()
         oldestUnbridged = nil
         stats.lag = 0
         return currentStats
+    }
+
+    /// A direction's pass that failed in a catch-up.
+    private struct DirectionFailure {
+        /// The direction's source backend.
+        var source: BackendID
+        /// What the pass threw.
+        var error: any Error
+    }
+
+    /// One direction whose last pass failed (under `run()`): when it is read again, and how long it waits after
+    /// its next failure.
+    private struct Backoff {
+        var until: ContinuousClock.Instant
+        var nextDelay: Duration
+    }
+
+    /// Under `run()`, by source backend: the directions backing off after a failed pass. The other direction is
+    /// read as usual meanwhile.
+    private var heldBack: [BackendID: Backoff] = [:]
+    /// Whether the last catch-up threw a direction's failure (which backs off on its own), not one of the whole pair.
+    private var lastFailureWasDirectional = false
+    /// Under `run()`: wakes the pass loop when the earliest backoff in `heldBack` is over.
+    private var backoffTimer: Task<Void, Never>?
+
+    /// A pass from `source` to `target` whose failure ends only its own direction: the failure is logged, put on
+    /// the status line, appended to `failures`, and (under `run()`) starts or doubles the direction's backoff.
+    /// Cancellation, and any failure while stopping, is thrown.
+    private func guardedPass(from source: BridgeSide, to target: BridgeSide,
+                             failures: inout [DirectionFailure]) async throws -> PassResult {
+        do {
+            let result = try await pass(from: source, to: target)
+            heldBack[source.backend] = nil
+            return result
+        } catch {
+            if error is CancellationError || Task.isCancelled || stopping { throw error }
+            readAhead.removeValue(forKey: source.backend)?.page.cancel()
+            // Whichever direction it came from, the batch in flight ends here (recorded if its publish went through).
+            await abandonInFlight()
+            failures.append(DirectionFailure(source: source.backend, error: error))
+            stats.lastError = "\(source.name) → \(target.name): \(error)"
+            guard signals != nil else {
+                configuration.log("bridging \(source.name) → \(target.name) failed: \(error)")
+                return PassResult(moved: false, hasMore: false)
+            }
+            let delay = heldBack[source.backend]?.nextDelay ?? configuration.retryBase
+            heldBack[source.backend] = Backoff(until: ContinuousClock.now + delay,
+                                               nextDelay: min(delay * 2, configuration.retryCap))
+            configuration.log("bridging \(source.name) → \(target.name) failed (retrying in \(delay); the other direction "
+                              + "goes on): \(error)")
+            return PassResult(moved: false, hasMore: false)
+        }
+    }
+
+    /// Under `run()`: wakes the pass loop once the earliest direction backing off may be read again.
+    private func scheduleBackoffWake() {
+        backoffTimer?.cancel()
+        guard let until = heldBack.values.map(\.until).min() else { return }
+        backoffTimer = Task { [wake] in
+            try? await Task.sleep(until: until, clock: .continuous)
+            if !Task.isCancelled { wake?.yield() }
+        }
     }
 
     /// Runs until the task is cancelled: live events (and a poll) trigger catch-up passes; errors back off and
@@ -191,6 +273,9 @@ public actor Bridge {
         }
         defer {
             self.signals = nil
+            heldBack = [:]
+            backoffTimer?.cancel()
+            backoffTimer = nil
             poller.cancel()
             for task in liveTasks { task.cancel() }
             liveTasks = []
@@ -203,6 +288,9 @@ public actor Bridge {
             do {
                 try await catchUp()
                 delay = configuration.retryBase
+            } catch where lastFailureWasDirectional {
+                // A direction failed: it backs off on its own (`guardedPass`) while the other goes on.
+                delay = configuration.retryBase
             } catch {
                 stats.lastError = String(describing: error)
                 configuration.log("bridge pass failed (retrying in \(delay)): \(error)")
@@ -210,6 +298,7 @@ public actor Bridge {
                 delay = min(delay * 2, configuration.retryCap)
                 continuation.yield()
             }
+            scheduleBackoffWake()
         }
     }
 
@@ -281,19 +370,14 @@ public actor Bridge {
         if let inFlight, ownInFlight {
             cursor = inFlight.cursor
         } else {
-            cursor = try store.read { try $0.cursor(conversation: source.conversation, backend: source.backend, kind: .changes) }
+            let pair = self.pair
+            cursor = try store.read { try $0.bridgeCursor(pair: pair, backend: source.backend) }
         }
         let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
         let span = max(1, bulk?.bulkPublishLimit ?? 1)
         try lookUpWaitingReplies(from: source, to: target)
         let batch = try await page(of: source, after: cursor, span: span)
-        if oldestUnbridged == nil, let first = batch.changes.first {
-            switch first {
-            case .message(let message): oldestUnbridged = message.editedAt ?? message.deletedAt ?? message.sentAt
-            case .reaction(let reaction): oldestUnbridged = reaction.at
-            case .receipt(let receipt): oldestUnbridged = receipt.at
-            }
-        }
+        if oldestUnbridged == nil, let first = batch.changes.first { oldestUnbridged = first.changedAt }
         if batch.hasMore, !stopping, batch.cursor != cursor {
             let adapter = source.adapter, conversation = source.conversation, next = batch.cursor
             let limit = configuration.batchSize
@@ -353,7 +437,7 @@ public actor Bridge {
         // has a cursor of its own and may stay in flight.
         if ownInFlight { try await completeInFlight() }
         if batch.cursor != cursor {
-            try store.write { try $0.setCursor(batch.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
+            try storeCursor(batch.cursor, of: source)
         }
         if !batch.hasMore, !stopping {
             try await copyWaitingReplies(from: source, to: target)
@@ -407,8 +491,14 @@ public actor Bridge {
             inFlight = next?()
         }
         if current.cursor != current.storedCursor {
-            try store.write { try $0.setCursor(current.cursor, conversation: source.conversation, backend: source.backend, kind: .changes) }
+            try storeCursor(current.cursor, of: source)
         }
+    }
+
+    /// Stores `source`'s change cursor in the pair's records.
+    private func storeCursor(_ cursor: Cursor?, of source: BridgeSide) throws {
+        let pair = self.pair
+        try store.write { try $0.setBridgeCursor(cursor, pair: pair, backend: source.backend) }
     }
 
     /// After an error: lets the batch in flight end and records it if its publish went through (otherwise its
@@ -429,6 +519,7 @@ public actor Bridge {
             return false
         }
         guard !candidates.isEmpty else { return [] }
+        let pair = self.pair
         return try store.read { tx in
             var settled = Set<Int>()
             for index in candidates {
@@ -437,11 +528,8 @@ public actor Bridge {
                           ?? MessageIdentity.normalizedKey(message.idempotencyKey, scope: KeyScope(message, on: source.backend)),
                       try tx.remoteID(of: id, backend: source.backend, part: 0) == message.remoteID,
                       try tx.remoteID(of: id, backend: target.backend, part: 0) != nil else { continue }
-                if let row = try tx.message(id), row.delivery == .pending {
-                    // A copy towards `target` waits to be republished: the slow path does that.
-                    if row.content.metadata[Self.stagedTowardsKey] == target.backend.rawValue { continue }
-                    if let entry = try tx.outboxEntry(id), entry.backend == target.backend, entry.prepared != nil { continue }
-                }
+                // A copy towards `target` waits to be republished: the slow path does that.
+                if let copy = try tx.bridgeCopy(id), copy.pair == pair, copy.pendingTowards == target.backend { continue }
                 settled.insert(index)
             }
             return settled
@@ -511,8 +599,8 @@ public actor Bridge {
     /// The `MessageID` of a source message (`identify` in a read transaction), logging and counting a carried key
     /// that was refused.
     private func identify(_ message: RemoteMessage, on side: BridgeSide) throws -> MessageID {
-        let ledger = self.ledger
-        return noted(try store.read { tx in try Self.identify(message, on: side, ledger: ledger, in: tx) }, of: message, on: side)
+        let pair = self.pair
+        return noted(try store.read { tx in try Self.identify(message, on: side, pair: pair, in: tx) }, of: message, on: side)
     }
 
     /// Logs and counts a resolution whose carried key was refused; returns its ID.
@@ -529,7 +617,7 @@ public actor Bridge {
     /// everything seen before), else its carried key when the claim holds, else a derived ID. A key binds only
     /// when that `MessageID` is unknown to the store, or is this pair's own copy coming back from the bridge's
     /// account; a key naming any other message (of this pair, another pair, another backend) is a collision.
-    private static func identify(_ message: RemoteMessage, on side: BridgeSide, ledger: ConversationID,
+    private static func identify(_ message: RemoteMessage, on side: BridgeSide, pair: String,
                                  in tx: any StoreTransaction) throws -> MessageIdentity.Resolution {
         if let mapped = try tx.messageID(backend: side.backend, remoteID: message.remoteID) {
             return MessageIdentity.Resolution(id: mapped)
@@ -537,12 +625,14 @@ public actor Bridge {
         let own = side.adapter.localUser
         return try MessageIdentity.resolve(message, on: side.backend) { candidate in
             var evidence = KeyEvidence()
-            if let other = try tx.remoteID(of: candidate, backend: side.backend, part: 0), other != message.remoteID {
+            let mappings = try tx.mappings(of: candidate)
+            if let other = mappings.first(where: { $0.backend == side.backend && $0.part == 0 })?.remoteID,
+               other != message.remoteID {
                 evidence.otherRemoteOnBackend = other
             }
-            let row = try tx.messageOwner(candidate)
-            evidence.isOwnCopy = message.sender == own && row?.conversation == ledger
-            evidence.isHeldElsewhere = try row != nil || !tx.mappings(of: candidate).isEmpty
+            let copy = try tx.bridgeCopy(candidate)
+            evidence.isOwnCopy = message.sender == own && copy?.pair == pair
+            evidence.isHeldElsewhere = copy != nil || !mappings.isEmpty
             return evidence
         }
     }
@@ -584,9 +674,8 @@ public actor Bridge {
             // The same copy again: prepared from the text that was staged (the target keeps the first copy it
             // got under this key), then whatever changed at the source since is applied as an update.
             var original = message
-            original.text = staged.content.text
-            let outgoing = outgoingCopy(of: original, id: id, from: source, to: target, replyTo: nil,
-                                        metadata: Self.relayable(message.metadata), attachments: [])
+            original.text = staged.text
+            let outgoing = outgoingCopy(of: original, id: id, from: source, to: target, replyTo: nil, attachments: [])
             let prepared = try await target.adapter.prepare(outgoing, noSend: true)
             try await republish(prepared, of: message, id: id, from: source, to: target)
             return
@@ -604,7 +693,7 @@ public actor Bridge {
             return
         }
         var replyTo: RemoteID?
-        var metadata = Self.relayable(message.metadata)
+        var unlinkedReply: RemoteID?
         if let reply = message.replyTo {
             let replyID = try store.read { try $0.messageID(backend: source.backend, remoteID: reply) }
             let targetBackend = target.backend
@@ -616,33 +705,40 @@ public actor Bridge {
                     try deferReply(message, to: reply, from: source, to: target)
                     return
                 }
-                metadata["bridge.replyTo"] = reply.rawValue
+                unlinkedReply = reply
             }
         }
         let attachments = try await rehost(message.attachments, from: source, to: target)
-        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: replyTo, metadata: metadata,
-                                    attachments: attachments)
+        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: replyTo,
+                                    unlinkedReply: unlinkedReply, attachments: attachments)
         let prepared = try await target.adapter.prepare(outgoing, noSend: true)
-        let pending = rememberedRow(message, id: id, from: source, deleted: false, pending: true)
-        try store.write { tx in try Self.persist(prepared, pending, on: target, in: tx) }
-        let receipt: PublishReceipt
-        do {
-            receipt = try await target.adapter.publish(prepared)
-        } catch where Self.isPermanent(error) {
-            try unstage(id, message, from: source)
-            throw error
-        }
+        let pending = ledgerEntry(message, id: id, from: source, deleted: false)
+        let pair = self.pair
+        try store.write { tx in try Self.persist(prepared, pending, on: target, pair: pair, in: tx) }
+        let receipt = try await publishCopy(prepared, of: message, id: id, from: source, to: target)
         _ = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
         counted(message, id: id, from: source)
         try await flushWaiting(for: id, on: target)
         try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
     }
 
+    /// Publishes a staged copy; when the target refuses it for good, takes the staging back (`unstage`) before
+    /// rethrowing, so nothing pending is left for a restart to publish again.
+    private func publishCopy(_ prepared: PreparedMessage, of message: RemoteMessage, id: MessageID, from source: BridgeSide,
+                             to target: BridgeSide) async throws -> PublishReceipt {
+        do {
+            return try await target.adapter.publish(prepared)
+        } catch where Self.isPermanent(error) {
+            try unstage(id, message, from: source)
+            throw error
+        }
+    }
+
     /// Publishes a copy left pending by an interrupted run, records it, then applies what changed at the source
     /// since and what waited for it.
     private func republish(_ prepared: PreparedMessage, of message: RemoteMessage, id: MessageID, from source: BridgeSide,
                            to target: BridgeSide) async throws {
-        let receipt = try await target.adapter.publish(prepared)
+        let receipt = try await publishCopy(prepared, of: message, id: id, from: source, to: target)
         let remote = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
         counted(message, id: id, from: source)
         if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
@@ -656,34 +752,29 @@ public actor Bridge {
         case new
         /// Prepared and persisted, its publish not recorded: the stored copy must be published again, as is.
         case pending(PreparedMessage)
-        /// Staged in a batch towards a target that `republishesByKey`, its publish not recorded: the ledger row (with
+        /// Staged in a batch towards a target that `republishesByKey`, its publish not recorded: the ledger entry (with
         /// the text that was staged) is all that was kept; the copy is prepared again from it and published.
-        case pendingUnstored(Message)
+        case pendingUnstored(BridgeCopy)
         /// Published and recorded under this target ID.
         case bridged(RemoteID)
         /// The ID belongs to another pair's ledger: nothing of this pair may touch it.
         case otherPair
     }
 
-    /// The copy state of `id` towards `target`: the ledger row says pending or done, the ID map gives the target ID.
+    /// The copy state of `id` towards `target`: the ledger entry says pending or done, the ID map gives the target ID.
     private func copyState(_ id: MessageID, on target: BridgeSide) throws -> CopyState {
-        let backend = target.backend, ledger = self.ledger
-        return try store.read { tx in try Self.copyState(id, towards: backend, ledger: ledger, in: tx) }
+        let backend = target.backend, pair = self.pair
+        return try store.read { tx in try Self.copyState(id, towards: backend, pair: pair, in: tx) }
     }
 
     /// `copyState` inside a transaction.
-    private static func copyState(_ id: MessageID, towards backend: BackendID, ledger: ConversationID,
+    private static func copyState(_ id: MessageID, towards backend: BackendID, pair: String,
                                   in tx: any StoreTransaction) throws -> CopyState {
-        guard let row = try tx.message(id) else { return .new }
-        guard row.conversation == ledger else { return .otherPair }
-        // Pending towards this target: republish the stored copy. Pending towards the other side means this
-        // change is that copy's echo, which the map below recognises like any other.
-        if row.delivery == .pending {
-            if let entry = try tx.outboxEntry(id), entry.backend == backend, let stored = entry.prepared {
-                return .pending(stored)
-            }
-            if row.content.metadata[stagedTowardsKey] == backend.rawValue { return .pendingUnstored(row) }
-        }
+        guard let copy = try tx.bridgeCopy(id) else { return .new }
+        guard copy.pair == pair else { return .otherPair }
+        // Pending towards this target: republish the stored copy (or prepare it again from the entry). Pending
+        // towards the other side means this change is that copy's echo, which the map below recognises like any other.
+        if copy.pendingTowards == backend { return copy.prepared.map(CopyState.pending) ?? .pendingUnstored(copy) }
         guard let remote = try tx.remoteID(of: id, backend: backend, part: 0) else { return .new }
         return .bridged(remote)
     }
@@ -704,12 +795,12 @@ public actor Bridge {
             return message
         }
         guard !candidates.isEmpty else { return [:] }
-        let (targetBackend, ledger) = (target.backend, ledger)
+        let (targetBackend, pair) = (target.backend, pair)
         let resolved = try store.read { tx in
             var states: [(message: RemoteMessage, resolution: MessageIdentity.Resolution, state: CopyState)] = []
             for message in candidates {
-                let resolution = try Self.identify(message, on: source, ledger: ledger, in: tx)
-                states.append((message, resolution, try Self.copyState(resolution.id, towards: targetBackend, ledger: ledger, in: tx)))
+                let resolution = try Self.identify(message, on: source, pair: pair, in: tx)
+                states.append((message, resolution, try Self.copyState(resolution.id, towards: targetBackend, pair: pair, in: tx)))
             }
             return states
         }
@@ -721,35 +812,30 @@ public actor Bridge {
     }
 
     /// Records, before the publish, everything a restart needs to finish it: the target ID when the scheme knows
-    /// it, the ledger row in the pending state and the prepared copy itself (so a restart republishes these
-    /// bytes, not a fresh preparation of content that may have been edited since).
+    /// it, the ledger entry pending towards the target, and the prepared copy itself (so a restart republishes
+    /// these bytes, not a fresh preparation of content that may have been edited since).
     ///
     /// With `keepingCopy` false (a batch towards a target that `republishesByKey`) the prepared copy is not stored:
-    /// the pending ledger row names the target instead (`stagedTowardsKey`), and a restart prepares it again.
-    private static func persist(_ prepared: PreparedMessage, _ pending: Message, on target: BridgeSide,
+    /// a restart prepares it again from the entry's text.
+    private static func persist(_ prepared: PreparedMessage, _ entry: BridgeCopy, on target: BridgeSide, pair: String,
                                 keepingCopy: Bool = true, in tx: any StoreTransaction) throws {
         if let remote = prepared.remoteID { try record(prepared.id, remote, on: target, in: tx) }
-        guard keepingCopy else {
-            var staged = pending
-            staged.content.metadata[stagedTowardsKey] = target.backend.rawValue
-            try tx.insertNewMessage(staged)
-            return
-        }
-        try tx.insertNewMessage(pending)  // a ledger row never has attachments or reactions to clear
-        let now = Date()
-        try tx.upsertOutbox(OutboxEntry(messageID: prepared.id, backend: target.backend, conversation: target.conversation,
-                                        prepared: prepared, noSend: true, nextAttemptAt: now, status: .queued,
-                                        createdAt: now))
+        var pending = entry
+        pending.pendingTowards = target.backend
+        pending.prepared = keepingCopy ? prepared : nil
+        try tx.upsertBridgeCopy(pending)
     }
 
-    /// Takes back a copy whose publish was refused for good: its ledger row, stored copy and target mapping go (a
-    /// target row under its key, if any, is not the bridge's), the source mapping stays, so the key keeps naming
-    /// the source message and nobody else's.
+    /// Takes back a copy whose publish was refused for good: its ledger entry (with the stored copy) and target
+    /// mapping go (a target row under its key, if any, is not the bridge's), the source mapping stays, so the key
+    /// keeps naming the source message and nobody else's.
     private func unstage(_ id: MessageID, _ message: RemoteMessage, from source: BridgeSide) throws {
+        let pair = self.pair
         try store.write { tx in
             let kept = try tx.mappings(of: id).filter { $0.backend == source.backend }
-            try tx.removeMessage(id)
+            try tx.removeMessage(id)  // the mappings of `id` (a bridge store holds no message rows)
             for mapping in kept { try tx.insertMapping(mapping) }
+            try tx.removeBridgeCopy(id, pair: pair)
         }
     }
 
@@ -760,31 +846,20 @@ public actor Bridge {
     private func finishCopy(_ id: MessageID, prepared: PreparedMessage, receipt: PublishReceipt,
                             on target: BridgeSide) throws -> RemoteID? {
         let remote = receipt.remoteID ?? prepared.remoteID
-        try store.write { tx in try Self.finish(id, remote: remote, on: target, in: tx) }
+        let pair = self.pair
+        try store.write { tx in
+            if let remote { try Self.record(id, remote, on: target, in: tx) }
+            try tx.markBridgeCopiesPublished([id], pair: pair)
+        }
         return remote
     }
-
-    /// `finishCopy` inside a transaction.
-    private static func finish(_ id: MessageID, remote: RemoteID?, on target: BridgeSide, in tx: any StoreTransaction) throws {
-        if let remote { try record(id, remote, on: target, in: tx) }
-        try tx.updateDelivery(of: id, from: .pending, to: .received)
-        try tx.removeOutbox(id)
-    }
-
-    /// The ledger-row metadata key naming the backend the original message came from (absent in rows written
-    /// before it existed).
-    static let originKey = "bridge.from"
 
     /// Whether `message`, found under `id` on `source`, is the original this pair copied, by its author: only then
     /// may its edits and deletes change the copy. Anything else standing under the ID (a row someone inserted
     /// under the key before the bridge's copy, say) is not the original, whatever it says.
-    private static func isOriginal(_ message: RemoteMessage, from source: BridgeSide, remembered: Message) -> Bool {
-        message.sender == remembered.sender
-            && (remembered.content.metadata[originKey].map { $0 == source.backend.rawValue } ?? true)
+    private static func isOriginal(_ message: RemoteMessage, from source: BridgeSide, remembered: BridgeCopy) -> Bool {
+        message.sender == remembered.sender && (remembered.origin.map { $0 == source.backend } ?? true)
     }
-
-    /// The ledger-row metadata key naming the target a staged copy without a stored prepared copy goes to.
-    static let stagedTowardsKey = "bridge.stagedTowards"
 
     /// Counts a copied message and tells the observer.
     private func counted(_ message: RemoteMessage, id: MessageID, from source: BridgeSide) {
@@ -792,15 +867,17 @@ public actor Bridge {
         observer?(.copied(id))
     }
 
-    /// The copy of `message` to publish on `target` under `id`: metadata names the original sender, time and
-    /// origin; content the source could not translate is logged and crosses as its fallback text.
+    /// The copy of `message` to publish on `target` under `id`: the source's relayable metadata (`relayable`), then
+    /// the bridge's own naming the original sender, time and origin, and the source ID of a reply's target that has
+    /// no copy (`unlinkedReply`); content the source could not translate is logged and crosses as its fallback text.
     private func outgoingCopy(of message: RemoteMessage, id: MessageID, from source: BridgeSide, to target: BridgeSide,
-                              replyTo: RemoteID?, metadata: [String: String], attachments: [Attachment]) -> OutgoingMessage {
+                              replyTo: RemoteID?, unlinkedReply: RemoteID? = nil, attachments: [Attachment]) -> OutgoingMessage {
         if let unsupported = message.metadata[RemoteMessage.unsupportedContentKey] {
             configuration.log("bridging \(source.name) message \(message.remoteID) of unsupported content type \(unsupported) "
                               + "as its fallback text")
         }
-        var metadata = metadata
+        var metadata = Self.relayable(message.metadata)
+        if let unlinkedReply { metadata["bridge.replyTo"] = unlinkedReply.rawValue }
         metadata["bridge.sender"] = message.sender.rawValue
         metadata["bridge.sentAt"] = String(TimelinePosition.micros(message.sentAt))
         metadata["bridge.origin"] = "\(source.backend):\(message.remoteID)"
@@ -852,8 +929,7 @@ public actor Bridge {
         let id = try known?.id ?? identify(message, on: source)
         guard !planned.contains(id) else { return nil }
         guard case .new = try known?.state ?? copyState(id, on: target) else { return nil }  // done, or pending: one by one
-        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil,
-                                    metadata: Self.relayable(message.metadata), attachments: [])
+        let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil, attachments: [])
         return PlannedCopy(message: message, id: id, outgoing: outgoing)
     }
 
@@ -877,8 +953,6 @@ public actor Bridge {
         var source: BridgeSide
         /// Where they go.
         var target: BridgeSide
-        /// Whether their prepared copies were stored (else they are prepared again after a restart).
-        var keptCopies: Bool
     }
 
     /// `copy`'s steps before the publish: prepare each under its key, then persist everything in one transaction.
@@ -887,15 +961,16 @@ public actor Bridge {
         var prepared: [PreparedMessage] = []
         prepared.reserveCapacity(run.count)
         for planned in run { prepared.append(try await adapter.prepare(planned.outgoing, noSend: true)) }
-        let pendingRows = run.map { rememberedRow($0.message, id: $0.id, from: source, deleted: false, pending: true) }
+        let entries = run.map { ledgerEntry($0.message, id: $0.id, from: source, deleted: false) }
         let keepingCopies = !adapter.republishesByKey
+        let pair = self.pair
         try store.write { tx in
             for index in run.indices {
                 try Self.record(run[index].id, run[index].message.remoteID, on: source, in: tx)
-                try Self.persist(prepared[index], pendingRows[index], on: target, keepingCopy: keepingCopies, in: tx)
+                try Self.persist(prepared[index], entries[index], on: target, pair: pair, keepingCopy: keepingCopies, in: tx)
             }
         }
-        return StagedCopy(run: run, prepared: prepared, source: source, target: target, keptCopies: keepingCopies)
+        return StagedCopy(run: run, prepared: prepared, source: source, target: target)
     }
 
     /// `copy`'s steps after the publish: record the receipts, count, and apply operations that waited.
@@ -905,26 +980,26 @@ public actor Bridge {
             throw SwitchboardError(.transport, "\(target.name) returned \(receipts.count) receipts for \(prepared.count) messages",
                                    retryable: true)
         }
+        let pair = self.pair
         try store.write { tx in
             for index in run.indices {
                 // A target ID known at prepare was recorded with the batch; only a different or new one is recorded now.
                 let remote = receipts[index].remoteID ?? prepared[index].remoteID
                 if let remote, remote != prepared[index].remoteID { try Self.record(run[index].id, remote, on: target, in: tx) }
-                if staged.keptCopies { try tx.removeOutbox(run[index].id) }
             }
-            // The batch's ledger rows leave `pending` together: one statement, not one per message.
-            try tx.updateDeliveries(of: run.map(\.id), from: .pending, to: .received)
+            // The batch's ledger entries leave `pending` together: one statement, not one per message.
+            try tx.markBridgeCopiesPublished(run.map(\.id), pair: pair)
         }
         for planned in run {
             counted(planned.message, id: planned.id, from: source)
-            if mayHoldQuarantined { try quarantine.release(supersededBy: .message(planned.message), from: source.backend) }
+            try releaseHeld(supersededBy: .message(planned.message), from: source)
         }
         if !noWaitingReplies.contains(source.backend) {
             // Replies waiting for these are copied at the pass's next safe point (nothing in flight then).
             copiedSinceReplyCheck[source.backend, default: []] += run.map(\.message.remoteID)
         }
-        let waitKeys = run.map { Self.waitKey($0.id, target) }
-        let waiting = try store.read { try $0.waitKeys(among: waitKeys) }
+        let waitKeys = run.map { BridgeWaitKey.copy($0.id, towards: target.backend) }
+        let waiting = try store.read { try $0.bridgeWaitKeys(pair: pair, among: waitKeys) }
         let waited = waiting.isEmpty ? [] : run.indices.filter { waiting.contains(waitKeys[$0]) }
         for index in waited { try await flushWaiting(for: run[index].id, on: target) }
     }
@@ -933,7 +1008,7 @@ public actor Bridge {
     private func applyUpdates(_ message: RemoteMessage, id: MessageID, remote: RemoteID, from source: BridgeSide,
                               to target: BridgeSide) async throws {
         guard message.sender != source.adapter.localUser else { return }
-        let known = try store.read { try $0.message(id) }
+        let known = try store.read { try $0.bridgeCopy(id) }
         if let known, !Self.isOriginal(message, from: source, remembered: known) {
             stats.keyCollisions += 1
             configuration.log("not bridging changes of \(source.name) message \(message.remoteID) from \(message.sender): it "
@@ -948,7 +1023,7 @@ public actor Bridge {
             try remember(message, id: id, from: source, deleted: true)
             return
         }
-        if message.deletedAt == nil, let known, known.deletedAt == nil, known.content.text != message.text {
+        if message.deletedAt == nil, let known, known.deletedAt == nil, known.text != message.text {
             if let editing = target.adapter as? any EditingAdapter {
                 try await editing.edit(remote, in: target.conversation, text: message.text)
                 stats.updates += 1
@@ -961,20 +1036,16 @@ public actor Bridge {
 
     /// Keeps the last bridged text and deletion of a message, so an edit is applied once.
     private func remember(_ message: RemoteMessage, id: MessageID, from source: BridgeSide, deleted: Bool) throws {
-        let row = rememberedRow(message, id: id, from: source, deleted: deleted)
-        try store.write { try $0.upsertMessage(row) }
+        let entry = ledgerEntry(message, id: id, from: source, deleted: deleted)
+        try store.write { try $0.upsertBridgeCopy(entry) }
     }
 
-    /// The ledger row `remember` keeps for a message (`pending` while its copy is prepared but not yet published).
-    /// It names the side the original came from (`originKey`), so only the original's author can change the copy.
-    private func rememberedRow(_ message: RemoteMessage, id: MessageID, from source: BridgeSide, deleted: Bool,
-                               pending: Bool = false) -> Message {
-        Message(id: id, conversation: ledger,
-                sender: message.sender, content: MessageContent(text: message.text, metadata: [Self.originKey: source.backend.rawValue]),
-                timestamp: message.sentAt,
-                hasServerTimestamp: true, editedAt: message.editedAt,
-                deletedAt: deleted ? (message.deletedAt ?? Date()) : nil, delivery: pending ? .pending : .received,
-                isOutgoing: false)
+    /// The pair's ledger entry for a message as bridged now (`persist` marks it pending while its copy is prepared
+    /// but not yet published). It names the original's sender and side, so only its author can change the copy.
+    private func ledgerEntry(_ message: RemoteMessage, id: MessageID, from source: BridgeSide, deleted: Bool) -> BridgeCopy {
+        BridgeCopy(pair: pair, messageID: id, origin: source.backend, sender: message.sender, text: message.text,
+                   sentAt: message.sentAt, editedAt: message.editedAt,
+                   deletedAt: deleted ? (message.deletedAt ?? Date()) : nil)
     }
 
     /// Downloads each attachment from the source and uploads it to the target, checking the digest.
@@ -1019,22 +1090,32 @@ public actor Bridge {
     private func bridgeOrHold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide) async throws {
         do {
             try await bridge(change, from: source, to: target)
-            if mayHoldQuarantined, try quarantine.release(supersededBy: change, from: source.backend) {
-                configuration.log("released the quarantined \(source.name) change of \(Self.subject(change)): a newer "
-                                  + "version was bridged")
-            }
+            try releaseHeld(supersededBy: change, from: source)
         } catch where Self.isPermanent(error) {
-            mayHoldQuarantined = true
-            try quarantine.hold(change, from: source.backend, reason: String(describing: error))
-            configuration.log("quarantined \(source.name) \(Self.subject(change)) (bridging it to \(target.name) failed: "
-                              + "\(error)); the pair goes on")
+            try hold(change, from: source, to: target, because: error)
         }
     }
 
-    /// `message <remote ID>` (or reaction, receipt, edit, delete), for logs.
-    private static func subject(_ change: RemoteChange) -> String {
-        let entry = BridgeQuarantine.Entry(id: 0, source: "", change: change, reason: "", at: Date(), retryRequested: false)
-        return "\(entry.kind) \(entry.remoteID)"
+    /// Sets `change` aside in the quarantine (replacing an older version of it), and logs it.
+    private func hold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide, because error: any Error) throws {
+        let subject = BridgeQuarantine.Subject(source: source.backend, change: change)
+        try quarantine.hold(change, from: source.backend, reason: String(describing: error))
+        held.removeAll { $0 == subject }
+        held.append(subject)
+        configuration.log("quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID) (bridging it to "
+                          + "\(target.name) failed: \(error)); the pair goes on")
+    }
+
+    /// Releases the quarantine's older version of `change`, which was just bridged, if it holds one (looked up in
+    /// `held`, so a pair whose quarantine holds nothing of it writes nothing).
+    private func releaseHeld(supersededBy change: RemoteChange, from source: BridgeSide) throws {
+        let subject = BridgeQuarantine.Subject(source: source.backend, change: change)
+        guard held.contains(subject) else { return }
+        held.removeAll { $0 == subject }
+        if try quarantine.release(supersededBy: change, from: source.backend) {
+            configuration.log("released the quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID): a "
+                              + "newer version was bridged")
+        }
     }
 
     /// A batch copy that falls back to one change at a time when one of its messages cannot go, so only that one
@@ -1048,18 +1129,18 @@ public actor Bridge {
         }
     }
 
-    /// Bridges the quarantined changes an operator asked to retry; each that fails again is held again.
+    /// Loads what the quarantine holds (`held`), then bridges the changes an operator asked to retry; each that
+    /// fails again is held again.
     private func bridgeRetryRequests(_ direction: Direction) async throws {
+        held = try quarantine.entries().map { BridgeQuarantine.Subject(source: $0.source, change: $0.change) }
         for entry in try quarantine.takeRetryRequests() {
             let (source, target) = entry.source == a.backend ? (a, b) : (b, a)
             guard entry.source == a.backend || entry.source == b.backend, direction == .both || source.backend == a.backend
             else { continue }
             try await completeInFlight()
             // Success releases the entry (`bridgeOrHold`); another refusal holds the change again.
-            mayHoldQuarantined = true
             try await bridgeOrHold(entry.change, from: source, to: target)
         }
-        mayHoldQuarantined = try quarantine.count() > 0
     }
 
     // MARK: - Reactions, receipts and the waiting queue
@@ -1086,9 +1167,10 @@ public actor Bridge {
     private func apply(_ operation: WaitingOperation, to id: MessageID, on target: BridgeSide) async throws {
         guard let remote = try store.read({ try $0.remoteID(of: id, backend: target.backend, part: 0) }) else {
             let payload = try JSONEncoder().encode(operation)
-            try store.write { tx in
-                _ = try tx.enqueuePending(PendingOperation(waitKey: Self.waitKey(id, target), kind: operation.kind,
-                                                           payload: payload, createdAt: Date()))
+            let key = BridgeWaitKey.copy(id, towards: target.backend)
+            _ = try store.write { [pair] tx in
+                try tx.enqueueBridgeOperation(PendingOperation(waitKey: key, kind: operation.kind, payload: payload,
+                                                               createdAt: Date()), pair: pair)
             }
             return
         }
@@ -1108,7 +1190,8 @@ public actor Bridge {
 
     /// Runs the operations that waited for `id` to be bridged to `target`.
     private func flushWaiting(for id: MessageID, on target: BridgeSide) async throws {
-        let waiting = try store.read { try $0.pendingOperations(waitingOn: Self.waitKey(id, target)) }
+        let key = BridgeWaitKey.copy(id, towards: target.backend)
+        let waiting = try store.read { [pair] in try $0.bridgeOperations(pair: pair, waitingOn: key) }
         for entry in waiting {
             if let operation = try? JSONDecoder().decode(WaitingOperation.self, from: entry.payload) {
                 do {
@@ -1117,26 +1200,11 @@ public actor Bridge {
                     configuration.log("dropped a waiting \(operation.kind) on \(id): \(target.name) refused it (\(error))")
                 }
             }
-            try store.write { try $0.removePending(entry.id) }
+            try store.write { try $0.removeBridgeOperation(entry.id) }
         }
     }
 
-    private static func waitKey(_ id: MessageID, _ target: BridgeSide) -> String {
-        "bridge:\(target.backend):\(id)"
-    }
-
     // MARK: - Replies whose target has no copy yet
-
-    /// The wait key of replies from `source` to its message `reply` (by source remote ID: the target may not have
-    /// been read yet, so its `MessageID` is not known).
-    private static func replyWaitKey(_ reply: RemoteID, from source: BridgeSide, to target: BridgeSide) -> String {
-        replyWaitPrefix(from: source, to: target) + reply.rawValue
-    }
-
-    /// The prefix every reply wait key from `source` to `target` starts with.
-    private static func replyWaitPrefix(from source: BridgeSide, to target: BridgeSide) -> String {
-        "bridge-reply:\(target.backend):\(source.backend):"
-    }
 
     /// Once per bridge and source: notes whether replies from an earlier run still wait (none: nothing to look up).
     private func lookUpWaitingReplies(from source: BridgeSide, to target: BridgeSide) throws {
@@ -1146,8 +1214,8 @@ public actor Bridge {
 
     /// Every reply from `source` waiting for its target's copy on `target`, from the store.
     private func waitingReplies(from source: BridgeSide, to target: BridgeSide) throws -> [PendingOperation] {
-        let prefix = Self.replyWaitPrefix(from: source, to: target)
-        return try store.read { try $0.allPendingOperations() }.filter { $0.kind == "reply" && $0.waitKey.hasPrefix(prefix) }
+        let prefix = BridgeWaitKey.replyPrefix(from: source.backend, to: target.backend)
+        return try store.read { [pair] in try $0.bridgeOperations(pair: pair, waitKeyPrefix: prefix) }
     }
 
     /// Persists `message`, a reply whose target `reply` has no copy on `target` yet, to be copied once it has
@@ -1155,14 +1223,15 @@ public actor Bridge {
     /// version of the same reply replaces the one waiting.
     private func deferReply(_ message: RemoteMessage, to reply: RemoteID, from source: BridgeSide,
                             to target: BridgeSide) throws {
-        let key = Self.replyWaitKey(reply, from: source, to: target)
+        let key = BridgeWaitKey.reply(to: reply, from: source.backend, to: target.backend)
         let payload = try JSONEncoder().encode(message)
-        try store.write { tx in
-            for waiting in try tx.pendingOperations(waitingOn: key)
+        try store.write { [pair] tx in
+            for waiting in try tx.bridgeOperations(pair: pair, waitingOn: key)
             where (try? JSONDecoder().decode(RemoteMessage.self, from: waiting.payload))?.remoteID == message.remoteID {
-                try tx.removePending(waiting.id)
+                try tx.removeBridgeOperation(waiting.id)
             }
-            _ = try tx.enqueuePending(PendingOperation(waitKey: key, kind: "reply", payload: payload, createdAt: Date()))
+            try tx.enqueueBridgeOperation(PendingOperation(waitKey: key, kind: "reply", payload: payload, createdAt: Date()),
+                                          pair: pair)
         }
         noWaitingReplies.remove(source.backend)
     }
@@ -1176,8 +1245,8 @@ public actor Bridge {
     /// Copies, linked, the replies that waited for `copied` (source remote IDs whose copies now exist).
     private func copyReplies(waitingFor copied: [RemoteID], from source: BridgeSide, to target: BridgeSide) async throws {
         guard !noWaitingReplies.contains(source.backend), !copied.isEmpty else { return }
-        let keys = copied.map { Self.replyWaitKey($0, from: source, to: target) }
-        let waiting = try store.read { tx in try keys.flatMap { try tx.pendingOperations(waitingOn: $0) } }
+        let keys = copied.map { BridgeWaitKey.reply(to: $0, from: source.backend, to: target.backend) }
+        let waiting = try store.read { [pair] tx in try keys.flatMap { try tx.bridgeOperations(pair: pair, waitingOn: $0) } }
         try await copyWaiting(waiting, from: source, to: target)
     }
 
@@ -1200,18 +1269,16 @@ public actor Bridge {
         for entry in waiting.sorted(by: { $0.id < $1.id }) {
             if let message = try? JSONDecoder().decode(RemoteMessage.self, from: entry.payload) {
                 let id = try identify(message, on: source)
-                let deleted = try store.read { try $0.message(id) }?.deletedAt != nil
+                let deleted = try store.read { try $0.bridgeCopy(id) }?.deletedAt != nil
                 if !deleted {
                     do {
                         try await bridgeMessage(message, from: source, to: target, repliesMayWait: false)
                     } catch where Self.isPermanent(error) {
-                        try quarantine.hold(.message(message), from: source.backend, reason: String(describing: error))
-                        configuration.log("quarantined \(source.name) reply \(message.remoteID) (bridging it to \(target.name) "
-                                          + "failed: \(error)); the pair goes on")
+                        try hold(.message(message), from: source, to: target, because: error)
                     }
                 }
             }
-            try store.write { try $0.removePending(entry.id) }
+            try store.write { try $0.removeBridgeOperation(entry.id) }
         }
     }
 }

@@ -23,21 +23,22 @@ public struct BridgeQuarantine: Sendable {
         public var retryRequested: Bool
 
         /// The source's ID of the change's message (or of the message a reaction or receipt is on).
-        public var remoteID: RemoteID {
-            switch change {
-            case .message(let message): message.remoteID
-            case .reaction(let reaction): reaction.target
-            case .receipt(let receipt): receipt.target
-            }
-        }
+        public var remoteID: RemoteID { change.subjectRemoteID }
 
         /// What kind of change it is.
-        public var kind: String {
-            switch change {
-            case .message(let message): message.deletedAt != nil ? "delete" : (message.editedAt != nil ? "edit" : "message")
-            case .reaction: "reaction"
-            case .receipt: "receipt"
-            }
+        public var kind: String { change.kindName }
+    }
+
+    /// What an entry is about: a change's subject (one message, one user's reaction with one symbol, one user's
+    /// receipt on one message) from one source. Two versions of one change have the same subject.
+    struct Subject: Equatable {
+        /// The backend the change came from.
+        var source: BackendID
+        /// A version of the change.
+        var change: RemoteChange
+
+        static func == (lhs: Subject, rhs: Subject) -> Bool {
+            lhs.source == rhs.source && lhs.change.hasSameSubject(as: rhs.change)
         }
     }
 
@@ -50,45 +51,44 @@ public struct BridgeQuarantine: Sendable {
     }
 
     private let store: any Store
-    private let held: String
-    private let retrying: String
+    private let pair: String
 
     /// The quarantine of the pair bridging conversation `a` with conversation `b` in `store`.
     public init(store: any Store, a: ConversationID, b: ConversationID) {
-        self.init(store: store, ledger: Bridge.ledgerConversation(a: a, b: b))
+        self.init(store: store, pair: Bridge.pairKey(a: a, b: b))
     }
 
-    /// The quarantine of the pair whose ledger is `ledger`.
-    init(store: any Store, ledger: ConversationID) {
+    /// The quarantine of the pair `pair` (`Bridge.pairKey`).
+    init(store: any Store, pair: String) {
         self.store = store
-        held = "bridge-quarantine:" + ledger.rawValue
-        retrying = "bridge-quarantine-retry:" + ledger.rawValue
+        self.pair = pair
     }
 
     /// Every entry, oldest first; `retryRequested` marks those an operator asked to retry.
     public func entries() throws -> [Entry] {
-        try store.read { tx in
-            let requested = Set(try tx.pendingOperations(waitingOn: retrying).compactMap(Self.requestedID))
-            return try tx.pendingOperations(waitingOn: held).compactMap { Self.entry($0, retry: requested.contains($0.id)) }
+        try adoptLegacyEntries()
+        return try store.read { tx in
+            let requested = Set(try requests(tx).compactMap(Self.requestedID))
+            return try heldOperations(tx).compactMap { Self.entry($0, retry: requested.contains($0.id)) }
         }
     }
 
     /// How many changes are held (not counting those waiting for their retry).
     public func count() throws -> Int {
-        try store.read { try $0.pendingOperations(waitingOn: held).count }
+        try store.read { try heldOperations($0).count }
     }
 
     /// Sets `change` of `source` aside with `reason`. An entry for the same change (the same message, reaction or
     /// receipt target) is replaced, so a change read again after a restart, or a newer version of it, is held once.
     func hold(_ change: RemoteChange, from source: BackendID, reason: String) throws {
         let payload = try JSONEncoder().encode(Stored(source: source, change: change, reason: reason, at: Date()))
+        let subject = Subject(source: source, change: change)
         try store.write { tx in
-            for operation in try tx.pendingOperations(waitingOn: held) {
-                if let old = Self.entry(operation, retry: false), old.source == source, Self.sameSubject(old.change, change) {
-                    try tx.removePending(operation.id)
-                }
+            for operation in try heldOperations(tx) where Self.entry(operation, retry: false).map(Self.subject) == subject {
+                try tx.removeBridgeOperation(operation.id)
             }
-            _ = try tx.enqueuePending(PendingOperation(waitKey: held, kind: "quarantine", payload: payload, createdAt: Date()))
+            try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantine, kind: "quarantine",
+                                                           payload: payload, createdAt: Date()), pair: pair)
         }
     }
 
@@ -96,12 +96,11 @@ public struct BridgeQuarantine: Sendable {
     /// any were removed.
     @discardableResult
     func release(supersededBy change: RemoteChange, from source: BackendID) throws -> Bool {
-        try store.write { tx in
+        let subject = Subject(source: source, change: change)
+        return try store.write { tx in
             var released = false
-            for operation in try tx.pendingOperations(waitingOn: held) {
-                guard let old = Self.entry(operation, retry: false), old.source == source,
-                      Self.sameSubject(old.change, change) else { continue }
-                try tx.removePending(operation.id)
+            for operation in try heldOperations(tx) where Self.entry(operation, retry: false).map(Self.subject) == subject {
+                try tx.removeBridgeOperation(operation.id)
                 released = true
             }
             return released
@@ -112,11 +111,13 @@ public struct BridgeQuarantine: Sendable {
     /// fails again is held again, under a new number and reason); false when there is no such entry.
     @discardableResult
     public func retry(_ id: Int64) throws -> Bool {
-        try store.write { tx in
-            guard try tx.pendingOperations(waitingOn: held).contains(where: { $0.id == id }) else { return false }
-            if try !tx.pendingOperations(waitingOn: retrying).contains(where: { Self.requestedID($0) == id }) {
-                _ = try tx.enqueuePending(PendingOperation(waitKey: retrying, kind: "quarantine-retry",
-                                                           payload: Data(String(id).utf8), createdAt: Date()))
+        try adoptLegacyEntries()
+        return try store.write { tx in
+            guard try heldOperations(tx).contains(where: { $0.id == id }) else { return false }
+            if try !requests(tx).contains(where: { Self.requestedID($0) == id }) {
+                try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantineRetry,
+                                                               kind: "quarantine-retry", payload: Data(String(id).utf8),
+                                                               createdAt: Date()), pair: pair)
             }
             return true
         }
@@ -125,11 +126,12 @@ public struct BridgeQuarantine: Sendable {
     /// Removes entry `id` for good (the change is not bridged); false when there is no such entry.
     @discardableResult
     public func drop(_ id: Int64) throws -> Bool {
-        try store.write { tx in
-            guard try tx.pendingOperations(waitingOn: held).contains(where: { $0.id == id }) else { return false }
-            try tx.removePending(id)
-            for request in try tx.pendingOperations(waitingOn: retrying) where Self.requestedID(request) == id {
-                try tx.removePending(request.id)
+        try adoptLegacyEntries()
+        return try store.write { tx in
+            guard try heldOperations(tx).contains(where: { $0.id == id }) else { return false }
+            try tx.removeBridgeOperation(id)
+            for request in try requests(tx) where Self.requestedID(request) == id {
+                try tx.removeBridgeOperation(request.id)
             }
             return true
         }
@@ -138,30 +140,55 @@ public struct BridgeQuarantine: Sendable {
     /// The held entries an operator asked to retry, oldest first; the requests are taken (removed) as they are read.
     func takeRetryRequests() throws -> [Entry] {
         try store.write { tx in
-            let requests = try tx.pendingOperations(waitingOn: retrying)
+            let requests = try requests(tx)
             guard !requests.isEmpty else { return [] }
             let wanted = Set(requests.compactMap(Self.requestedID))
-            for request in requests { try tx.removePending(request.id) }
-            return try tx.pendingOperations(waitingOn: held).filter { wanted.contains($0.id) }
-                .compactMap { Self.entry($0, retry: true) }
+            for request in requests { try tx.removeBridgeOperation(request.id) }
+            return try heldOperations(tx).filter { wanted.contains($0.id) }.compactMap { Self.entry($0, retry: true) }
         }
+    }
+
+    /// Moves entries that a store written before the bridge kept its own records holds in the engine's queue
+    /// (keyed by the pair's old ledger conversation) into the pair's records; retry requests follow their entries'
+    /// new numbers. Idempotent: a store without such entries is only read.
+    func adoptLegacyEntries() throws {
+        let legacyHeld = "bridge-quarantine:" + pair
+        let legacyRetry = "bridge-quarantine-retry:" + pair
+        guard try store.read({ try !$0.pendingOperations(waitingOn: legacyHeld).isEmpty
+                                || !$0.pendingOperations(waitingOn: legacyRetry).isEmpty }) else { return }
+        try store.write { tx in
+            let requested = Set(try tx.pendingOperations(waitingOn: legacyRetry).map { operation in
+                try tx.removePending(operation.id)
+                return Self.requestedID(operation)
+            }.compactMap { $0 })
+            for operation in try tx.pendingOperations(waitingOn: legacyHeld) {
+                try tx.removePending(operation.id)
+                let moved = try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantine,
+                                                                           kind: "quarantine", payload: operation.payload,
+                                                                           createdAt: operation.createdAt), pair: pair)
+                guard requested.contains(operation.id) else { continue }
+                try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantineRetry,
+                                                               kind: "quarantine-retry", payload: Data(String(moved).utf8),
+                                                               createdAt: Date()), pair: pair)
+            }
+        }
+    }
+
+    private func heldOperations(_ tx: any StoreTransaction) throws -> [PendingOperation] {
+        try tx.bridgeOperations(pair: pair, waitingOn: BridgeWaitKey.quarantine)
+    }
+
+    private func requests(_ tx: any StoreTransaction) throws -> [PendingOperation] {
+        try tx.bridgeOperations(pair: pair, waitingOn: BridgeWaitKey.quarantineRetry)
+    }
+
+    private static func subject(_ entry: Entry) -> Subject {
+        Subject(source: entry.source, change: entry.change)
     }
 
     /// The entry number a retry request names.
     private static func requestedID(_ request: PendingOperation) -> Int64? {
         Int64(String(decoding: request.payload, as: UTF8.self))
-    }
-
-    /// Whether two changes are versions of the same thing: one message, one user's reaction with one symbol, or
-    /// one user's receipt on one message.
-    private static func sameSubject(_ first: RemoteChange, _ second: RemoteChange) -> Bool {
-        switch (first, second) {
-        case (.message(let one), .message(let other)): one.remoteID == other.remoteID
-        case (.reaction(let one), .reaction(let other)):
-            one.target == other.target && one.user == other.user && one.symbol == other.symbol
-        case (.receipt(let one), .receipt(let other)): one.target == other.target && one.user == other.user
-        default: false
-        }
     }
 
     private static func entry(_ operation: PendingOperation, retry: Bool) -> Entry? {

@@ -152,7 +152,7 @@ public actor Migration {
     public let source: BridgeSide
     /// Where they go.
     public let target: BridgeSide
-    /// Where the checkpoint, the ID map and the ledger live.
+    /// Where the checkpoint, the ID map and the pair's ledger live.
     let store: any Store
     /// The tunables.
     let configuration: MigrationConfiguration
@@ -169,11 +169,6 @@ public actor Migration {
         self.target = target
         self.store = store
         self.configuration = configuration
-    }
-
-    /// The store conversation where the bridge remembers each handled source message (see `Bridge.remember`).
-    static func ledger(source: ConversationID, target: ConversationID) -> ConversationID {
-        ConversationID("bridge:\(source)|\(target)")
     }
 
     /// Asks a running copy to stop after the message in flight; the page's checkpoint stays where it was.
@@ -216,7 +211,9 @@ public actor Migration {
         } catch {
             throw MigrationError(side: "target", "cannot reach \(target.name) conversation \(target.conversation): \(error)")
         }
-        let tally = MigrationTally(total: nil, earlier: try earlierOutcomes())
+        // The bridge first: opening it adopts the records of a run by an older version, which `earlierOutcomes` reads.
+        let bridge = try Bridge(a: source, b: target, store: store, configuration: bridgeConfiguration())
+        let tally = MigrationTally(total: nil, earlier: try earlierOutcomes(of: bridge.pair))
         // The count pages the history newest first while the copy reads it oldest first; the total reaches the
         // progress once known (a failed count only leaves the total unknown).
         let counting: Task<Int?, Never>? = configuration.estimateTotal ? Task { [weak self] in
@@ -225,7 +222,6 @@ public actor Migration {
             return count
         } : nil
         defer { counting?.cancel() }
-        let bridge = try Bridge(a: source, b: target, store: store, configuration: bridgeConfiguration())
         self.bridge = bridge
         defer { self.bridge = nil }
         if stopRequested { await bridge.stop() }
@@ -280,24 +276,24 @@ public actor Migration {
         return bridge
     }
 
-    /// The source messages earlier runs handled, split into those on the target and those skipped as deleted.
-    private func earlierOutcomes() throws -> (present: Set<MessageID>, skipped: Set<MessageID>) {
-        let ledger = Self.ledger(source: source.conversation, target: target.conversation)
+    /// The source messages earlier runs handled (the pair's ledger), split into those on the target and those
+    /// skipped as deleted.
+    private func earlierOutcomes(of pair: String) throws -> (present: Set<MessageID>, skipped: Set<MessageID>) {
         let targetBackend = target.backend
         return try store.read { tx in
             var present = Set<MessageID>(), skipped = Set<MessageID>()
-            var position: TimelinePosition?
+            var after: MessageID?
             while true {
-                let rows = try tx.messages(in: ledger, before: position, limit: 1000)
-                for row in rows {
-                    if try tx.remoteID(of: row.id, backend: targetBackend, part: 0) != nil {
-                        present.insert(row.id)
+                let entries = try tx.bridgeCopies(pair: pair, after: after, limit: 1000)
+                for entry in entries {
+                    if try tx.remoteID(of: entry.messageID, backend: targetBackend, part: 0) != nil {
+                        present.insert(entry.messageID)
                     } else {
-                        skipped.insert(row.id)
+                        skipped.insert(entry.messageID)
                     }
                 }
-                guard rows.count == 1000, let last = rows.last else { break }
-                position = last.position
+                guard entries.count == 1000, let last = entries.last else { break }
+                after = last.messageID
             }
             return (present, skipped)
         }

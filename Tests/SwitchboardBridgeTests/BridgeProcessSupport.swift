@@ -559,7 +559,7 @@ func diagnoseMissing(_ keys: Set<MessageID>, root: URL, sides: [DiagnosedSide]) 
     defer { store.close() }
     for id in keys {
         let known = try? store.read { tx in
-            (try sides.map { try tx.remoteID(of: id, backend: $0.backend, part: 0) }, try tx.message(id))
+            (try sides.map { try tx.remoteID(of: id, backend: $0.backend, part: 0) }, try tx.bridgeCopy(id))
         }
         let maps = sides.indices.map { index in
             "\(sides[index].name) \(known?.0[index].map { "\($0)" } ?? "-")"
@@ -568,6 +568,6 @@ func diagnoseMissing(_ keys: Set<MessageID>, root: URL, sides: [DiagnosedSide]) 
             let found = side.contents.messages.filter { $0.idempotencyKey == id }.map { "\($0.remoteID) '\($0.text)'" }
             return "on \(side.name) \(found.isEmpty ? "-" : found.joined(separator: ", "))"
         }
-        print("missing \(id): map \(maps.joined(separator: ", ")), remembered \(known?.1 != nil); \(copies.joined(separator: "; ")); kept \(keep.path)")
+        print("missing \(id): map \(maps.joined(separator: ", ")), remembered \(known?.1.map { "in \($0.pair)\($0.pendingTowards.map { ", pending towards \($0)" } ?? "")" } ?? "no"); \(copies.joined(separator: "; ")); kept \(keep.path)")
     }
 }

@@ -137,7 +137,8 @@ struct MigrationTests {
         let reopened = try SQLiteStore(path: store)
         defer { reopened.close() }
         let cursor = try reopened.read {
-            try $0.cursor(conversation: "00112233445566778899aabbccddeeff", backend: "xmtp", kind: .changes)
+            try $0.bridgeCursor(pair: Bridge.pairKey(a: "00112233445566778899aabbccddeeff",
+                                                     b: "6f1c1d2e-0000-4000-8000-000000000001"), backend: "xmtp")
         }
         #expect(cursor == nil)
     }
@@ -293,7 +294,17 @@ final class MigrationWorld: Sendable {
     func pendingCopies() throws -> Int {
         let store = try SQLiteStore(path: storePath)
         defer { store.close() }
-        return try store.read { try $0.unfinishedMessages() }.filter { $0.delivery == .pending }.count
+        let pair = Bridge.pairKey(a: group, b: room)
+        return try store.read { tx in
+            var pending = 0
+            var after: MessageID?
+            while true {
+                let entries = try tx.bridgeCopies(pair: pair, after: after, limit: 1_000)
+                pending += entries.filter { $0.pendingTowards != nil }.count
+                guard let last = entries.last else { return pending }
+                after = last.messageID
+            }
+        }
     }
 
     /// Verifies on a freshly opened store.

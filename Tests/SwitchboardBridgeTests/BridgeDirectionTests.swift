@@ -1,0 +1,111 @@
+import Foundation
+import MemoryAdapter
+import SwitchboardBridge
+import SwitchboardCore
+import Synchronization
+import Testing
+
+/// The two directions of a pair are independent: a failure one way does not stop the other.
+@Suite("Bridge directions are independent")
+struct BridgeDirectionTests {
+    private func send(_ adapter: MemoryAdapter, _ text: String, in room: ConversationID) async throws {
+        let prepared = try await adapter.prepare(OutgoingMessage(id: .make(), conversation: room, sender: adapter.localUser,
+                                                                 text: text, createdAt: Date()), noSend: false)
+        _ = try await adapter.publish(prepared)
+    }
+
+    /// Polls `condition` until it holds (true) or 30 s pass (false, so the caller's expectation fails).
+    private func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition()
+    }
+
+    @Test("a catch-up whose one direction fails still bridges the other, then throws that direction's error")
+    func catchUpGoesOnTheOtherWay() async throws {
+        let pair = try BridgeTests.Pair()
+        defer { pair.remove() }
+        try await send(pair.alice, "alice 1", in: "room-left")
+        try await send(pair.bob, "bob 1", in: "room-right")
+        pair.right.faults.failNextPublishes(1_000)  // left → right cannot publish
+        let bridge = try pair.bridge()
+        await #expect(throws: (any Error).self) { try await bridge.catchUp() }
+        #expect(try await pair.messages(pair.left, "room-left", as: "alice").map(\.text) == ["alice 1", "bob 1"],
+                "right → left went on")
+        #expect(await bridge.currentStats.lastError?.hasPrefix("left → right: ") == true, "the status names the direction")
+        pair.right.faults.reset()
+        try await bridge.catchUp()
+        #expect(try await pair.messages(pair.right, "room-right", as: "bob").map(\.text) == ["bob 1", "alice 1"])
+        #expect(try await pair.messages(pair.left, "room-left", as: "alice").count == 2, "nothing crossed twice")
+        #expect(await bridge.currentStats.lastError == nil)
+    }
+
+    @Test("running, a direction that keeps failing backs off on its own while the other bridges live, then recovers")
+    func runBacksOffOneDirection() async throws {
+        let pair = try BridgeTests.Pair()
+        defer { pair.remove() }
+        var configuration = BridgeConfiguration()
+        configuration.retryBase = .milliseconds(20)
+        configuration.retryCap = .milliseconds(200)
+        let lines = LogLines()
+        configuration.log = { lines.append($0) }
+        let gate = PublishGate(pair.right.makeAdapter(for: "bridge"))
+        gate.closed = true  // the bridge cannot publish on the right; bob can
+        let bridge = try pair.bridge(towards: gate, configuration: configuration)
+        try await send(pair.alice, "alice 1", in: "room-left")
+        let running = Task { await bridge.run() }
+        #expect(await eventually { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
+        for index in 0..<3 { try await send(pair.bob, "bob \(index)", in: "room-right") }
+        #expect(try await eventually { try await pair.messages(pair.left, "room-left", as: "alice").count == 4 },
+                "bob's messages crossed while left → right backed off")
+        #expect(await bridge.currentStats.lastError?.hasPrefix("left → right: ") == true)
+        #expect(!lines.all.contains { $0.contains("bridge pass failed") }, "the pair as a whole never paused")
+        gate.closed = false
+        #expect(try await eventually { try await pair.messages(pair.right, "room-right", as: "bob").count == 4 },
+                "alice's message crossed once the target took publishes again")
+        #expect(await eventually { await bridge.currentStats.lastError == nil })
+        await bridge.stop()
+        await running.value
+        #expect(try await pair.messages(pair.left, "room-left", as: "alice").count == 4)
+        #expect(try await pair.messages(pair.right, "room-right", as: "bob").count == 4)
+    }
+}
+
+/// A memory adapter whose publishes fail (retryably) while `closed`; everything else is delegated.
+final class PublishGate: ChatAdapter, Sendable {
+    private let inner: MemoryAdapter
+    private let state = Mutex(false)
+
+    init(_ inner: MemoryAdapter) {
+        self.inner = inner
+    }
+
+    /// Whether publishes fail.
+    var closed: Bool {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
+
+    var backend: BackendID { inner.backend }
+    var localUser: UserID { inner.localUser }
+    var capabilities: AdapterCapabilities { inner.capabilities }
+
+    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
+        try await inner.prepare(message, noSend: noSend)
+    }
+    func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
+        if closed { throw SwitchboardError(.transport, "the gate is closed", retryable: true) }
+        return try await inner.publish(prepared)
+    }
+    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
+    func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
+        try await inner.history(in: conversation, before: cursor, limit: limit)
+    }
+    func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
+        try await inner.changes(in: conversation, after: cursor, limit: limit)
+    }
+    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
+}
