@@ -255,6 +255,50 @@ struct SupabaseAdapterBehaviourTests {
         }
     }
 
+    /// Every edit, delete, reaction and receipt names its conversation, and the server acts only on a message of
+    /// that conversation: the PATCH filters on `conversation_id` as well as `id`, and a reaction or receipt row naming
+    /// another conversation than its message's is refused. A member of both conversations cannot reach a message of
+    /// one through the other; nothing changes, and the refusal says why.
+    @Test("edit, delete, reaction and receipt naming another conversation than the message's are refused (notFound); nothing changes")
+    func crossConversationRefused() async throws {
+        try await AdapterTestServer.run { server in
+            let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
+            let room = try await harness.createConversation(members: ["ivy", "jon"])
+            let elsewhere = try await harness.createConversation(members: ["ivy", "jon"])
+            let ivy = Self.adapter(server, "ivy"), jon = Self.adapter(server, "jon")
+            let target = try await Self.send(ivy, "ivy's words, elsewhere", in: elsewhere)
+            let roomCursor = try await jon.latestCursor(in: room)
+            let elsewhereCursor = try await jon.latestCursor(in: elsewhere)
+            let attempts: [(String, () async throws -> Void)] = [
+                ("edit", { try await ivy.edit(target, in: room, text: "moved") }),
+                ("delete", { try await ivy.delete(target, in: room) }),
+                ("reaction", { try await jon.setReaction("👍", isActive: true, on: target, in: room) }),
+                ("receipt", { try await jon.sendReceipt(.read, for: target, in: room) }),
+            ]
+            for (what, attempt) in attempts {
+                let error = await #expect(throws: SwitchboardError.self, "\(what)") { try await attempt() }
+                #expect(error?.code == .notFound, "\(what): \(String(describing: error))")
+                #expect(error?.message.contains("is not in conversation") == true, "\(what): \(String(describing: error))")
+            }
+            // Someone else's message in the right conversation is still refused as not theirs.
+            let notYours = await #expect(throws: SwitchboardError.self) { try await jon.edit(target, in: elsewhere, text: "mine") }
+            #expect(notYours?.code == .refused && notYours?.message.contains("not yours") == true, "\(String(describing: notYours))")
+            #expect(try await jon.changes(in: room, after: roomCursor, limit: 10).changes.isEmpty)
+            #expect(try await jon.changes(in: elsewhere, after: elsewhereCursor, limit: 10).changes.isEmpty)
+            let page = try await jon.history(in: elsewhere, before: nil, limit: 10)
+            #expect(page.messages.map(\.text) == ["ivy's words, elsewhere"])
+            #expect(page.messages.allSatisfy { $0.editedAt == nil && $0.deletedAt == nil })
+            #expect(page.reactions.isEmpty && page.receipts.isEmpty)
+            // Named with their own conversation, the same calls go through.
+            try await jon.setReaction("👍", isActive: true, on: target, in: elsewhere)
+            try await jon.sendReceipt(.read, for: target, in: elsewhere)
+            try await ivy.edit(target, in: elsewhere, text: "ivy's words, edited")
+            let after = try await jon.history(in: elsewhere, before: nil, limit: 10)
+            #expect(after.messages.map(\.text) == ["ivy's words, edited"])
+            #expect(after.reactions.map(\.symbol) == ["👍"] && after.receipts.map(\.state) == [.read])
+        }
+    }
+
     /// The filtered live stream (a bridge's wake-up) never carries the reader's own messages, edited ones included,
     /// nor messages of its other conversations; others' messages and everyone's reactions arrive as before.
     @Test("live events skipping own messages: others' messages and all reactions arrive; own rows and other rooms do not")

@@ -281,12 +281,11 @@ struct ChatSchemaRLSTests {
     func syncColumns() throws {
         let fixture = try fixture()
         let message = try send(fixture, as: "bob", body: "sync me")
-        let other = try #require(try fixture.connection.query("INSERT INTO conversations (title) VALUES ('other') RETURNING id").rows.first?[0] ?? nil)
         let inserted = try act(fixture.connection, as: "alice") { connection in
             try connection.query("""
-                INSERT INTO reactions (message_id, user_id, symbol, conversation_id) VALUES ($1, 'alice', '👍', $2)
+                INSERT INTO reactions (message_id, user_id, symbol) VALUES ($1, 'alice', '👍')
                 RETURNING conversation_id, active, version
-                """, [message, other]).rows
+                """, [message]).rows
         }
         #expect(inserted.first?[0] == fixture.conversation)
         #expect(inserted.first?[1] == "t")
@@ -299,10 +298,46 @@ struct ChatSchemaRLSTests {
         #expect(removed.first?[0] == "f")
         #expect(Int(removed.first?[1] ?? "") ?? 0 > Int(inserted.first?[2] ?? "") ?? .max)
         let receipt = try act(fixture.connection, as: "alice") { connection in
-            try connection.query("INSERT INTO receipts (message_id, user_id, state) VALUES ($1, 'alice', 'read') RETURNING conversation_id",
-                                 [message]).rows
+            try connection.query("""
+                INSERT INTO receipts (message_id, user_id, state, conversation_id) VALUES ($1, 'alice', 'read', $2)
+                RETURNING conversation_id
+                """, [message, fixture.conversation]).rows
         }
-        #expect(receipt == [[fixture.conversation]])
+        #expect(receipt == [[fixture.conversation]], "naming the message's own conversation is accepted")
+    }
+
+    /// A client acting on a message "in conversation A" must never touch a message of conversation B, even when it
+    /// is a member of both: a reaction or receipt naming another conversation than its message's is refused (PT404,
+    /// which the REST gateway answers as 404), at insert and at update, and nothing changes.
+    @Test("a reaction or receipt naming another conversation than its message's is refused with PT404; nothing changes")
+    func namedConversationMustMatch() throws {
+        let fixture = try fixture()
+        let message = try send(fixture, as: "bob", body: "in the first room")
+        let other = try #require(try fixture.connection.query("INSERT INTO conversations (title) VALUES ('other') RETURNING id").rows.first?[0] ?? nil)
+        try fixture.connection.query("INSERT INTO members (conversation_id, user_id) VALUES ($1, 'alice')", [other])
+        func expectNotInConversation(_ sql: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            let error = #expect(throws: PostgresError.self, sourceLocation: sourceLocation) {
+                try act(fixture.connection, as: "alice") { try $0.query(sql, [message, other]) }
+            }
+            #expect(error?.sqlState == "PT404", "\(String(describing: error))", sourceLocation: sourceLocation)
+            #expect(error?.message == "message \(message) is not in conversation \(other)", sourceLocation: sourceLocation)
+        }
+        expectNotInConversation("INSERT INTO reactions (message_id, user_id, symbol, conversation_id) VALUES ($1, 'alice', '👍', $2)")
+        expectNotInConversation("INSERT INTO receipts (message_id, user_id, state, conversation_id) VALUES ($1, 'alice', 'read', $2)")
+        // A standing reaction and receipt cannot be moved to, or upserted as, the other conversation either.
+        try act(fixture.connection, as: "alice") { connection in
+            try connection.query("INSERT INTO reactions (message_id, user_id, symbol) VALUES ($1, 'alice', '❤️')", [message])
+            try connection.query("INSERT INTO receipts (message_id, user_id, state) VALUES ($1, 'alice', 'delivered')", [message])
+        }
+        expectNotInConversation("UPDATE reactions SET conversation_id = $2, active = false WHERE message_id = $1")
+        expectNotInConversation("""
+            INSERT INTO receipts (message_id, user_id, state, conversation_id) VALUES ($1, 'alice', 'read', $2)
+            ON CONFLICT (message_id, user_id) DO UPDATE SET state = EXCLUDED.state, conversation_id = EXCLUDED.conversation_id
+            """)
+        let reactions = try fixture.connection.query("SELECT symbol, active, conversation_id FROM reactions WHERE message_id = $1", [message])
+        #expect(reactions.rows == [["❤️", "t", fixture.conversation]])
+        let receipts = try fixture.connection.query("SELECT state, conversation_id FROM receipts WHERE message_id = $1", [message])
+        #expect(receipts.rows == [["delivered", fixture.conversation]])
     }
 
     /// A delta-sync read of a quiet conversation probes its own (conversation, version) range, however much

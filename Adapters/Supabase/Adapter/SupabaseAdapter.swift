@@ -380,41 +380,64 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     // MARK: edits, deletes, reactions, receipts, typing
 
-    /// Replaces the text; the server enforces sender-only and the 15-minute window.
+    /// Replaces the text of `target` in `conversation`; the server enforces sender-only and the 15-minute window.
     public func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
         if configuration.faults?.refusesEdits == true { throw SwitchboardError(.refused, "edit refused (injected)") }
-        try await updateOwnMessage(target, body: ["body": .string(text)], what: "edit")
+        try await updateOwnMessage(target, in: conversation, body: ["body": .string(text)], what: "edit")
     }
 
     /// Soft-deletes (sets `deleted_at`), so delta sync carries the deletion; the server enforces the 2-hour window.
     public func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
         if configuration.faults?.refusesDeletes == true { throw SwitchboardError(.refused, "delete refused (injected)") }
-        try await updateOwnMessage(target, body: ["deleted_at": .string(SupabaseTimestamp.format(Date()))], what: "delete")
+        try await updateOwnMessage(target, in: conversation,
+                                   body: ["deleted_at": .string(SupabaseTimestamp.format(Date()))], what: "delete")
     }
 
-    private func updateOwnMessage(_ target: RemoteID, body: JSONValue, what: String) async throws {
+    /// PATCHes the row with ID `target` and conversation `conversation` (both filters, so a call naming one
+    /// conversation can never change a row of another); when no row changed, says why.
+    private func updateOwnMessage(_ target: RemoteID, in conversation: ConversationID, body: JSONValue,
+                                  what: String) async throws {
         if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
-        let rows = try await rest.write(.patch, "messages", query: [("id", "eq.\(target.rawValue)")], body: body,
-                                        prefer: "return=representation")
-        guard !rows.isEmpty else {
-            throw SwitchboardError(.refused, "\(what) refused: message \(target) is not yours or not visible")
+        try Self.requireConversationID(conversation)
+        let rows = try await rest.write(.patch, "messages",
+                                        query: [("id", "eq.\(target.rawValue)"), ("conversation_id", "eq.\(conversation.rawValue)")],
+                                        body: body, prefer: "return=representation")
+        guard rows.isEmpty else { return }
+        // Nothing matched: read the row (members see their conversations' rows) to tell the caller which rule held.
+        let found = try await rest.select("messages", [("select", "conversation_id,sender_id"), ("id", "eq.\(target.rawValue)")])
+        if let row = found.first, let actual = row["conversation_id"]?.stringValue,
+           UUIDText.canonical(actual) != UUIDText.canonical(conversation.rawValue) {
+            throw SwitchboardError(.notFound, "\(what) refused: message \(target) is not in conversation \(conversation)")
+        }
+        throw SwitchboardError(.refused, "\(what) refused: message \(target) is not yours or not visible")
+    }
+
+    /// Throws `unknownConversation` unless `conversation` is a UUID, as every conversation ID here is.
+    private static func requireConversationID(_ conversation: ConversationID) throws {
+        guard UUIDText.isUUID(conversation.rawValue) else {
+            throw SwitchboardError(.unknownConversation, "Supabase conversation IDs are UUIDs (got \(conversation))")
         }
     }
 
-    /// Sets the local user's `symbol` on `target` active or not (an upsert, so repeating it is harmless).
+    /// Sets the local user's `symbol` on `target` active or not (an upsert, so repeating it is harmless). The row
+    /// names `conversation`, and the server refuses it when the message is in another one.
     public func setReaction(_ symbol: String, isActive: Bool, on target: RemoteID, in conversation: ConversationID) async throws {
         if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        try Self.requireConversationID(conversation)
         let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
-                              "symbol": .string(symbol), "active": .bool(isActive)]
+                              "symbol": .string(symbol), "active": .bool(isActive),
+                              "conversation_id": .string(conversation.rawValue)]
         _ = try await rest.write(.post, "reactions", query: [("on_conflict", "message_id,user_id,symbol")], body: row,
                                  prefer: "resolution=merge-duplicates,return=minimal")
     }
 
-    /// Upserts the local user's receipt; the server never lets read step back to delivered.
+    /// Upserts the local user's receipt (naming `conversation`, as a reaction does); the server never lets read step
+    /// back to delivered.
     public func sendReceipt(_ state: ReceiptState, for target: RemoteID, in conversation: ConversationID) async throws {
         if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
+        try Self.requireConversationID(conversation)
         let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
-                              "state": .string(state.rawValue)]
+                              "state": .string(state.rawValue), "conversation_id": .string(conversation.rawValue)]
         _ = try await rest.write(.post, "receipts", query: [("on_conflict", "message_id,user_id")], body: row,
                                  prefer: "resolution=merge-duplicates,return=minimal")
     }

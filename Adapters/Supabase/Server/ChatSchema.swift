@@ -13,6 +13,7 @@ public enum ChatSchema {
         (name: "006_grants", sql: grants),
         (name: "007_row_level_security", sql: rowLevelSecurity),
         (name: "008_sync_columns", sql: syncColumns),
+        (name: "009_named_conversation", sql: namedConversation),
     ]
 
     /// Applies every migration in order, each in its own transaction, serialised by an advisory lock.
@@ -65,6 +66,27 @@ public enum ChatSchema {
         DROP INDEX IF EXISTS public.messages_version_idx;
         DROP INDEX IF EXISTS public.reactions_version_idx;
         DROP INDEX IF EXISTS public.receipts_version_idx;
+        """
+
+    /// A reaction or receipt that names a conversation must name its message's: a client acting on a message "in
+    /// conversation A" can then never touch a message of conversation B, which it may also belong to. The row still
+    /// takes its conversation from the message, so one that names none is filled in as before. `PT404` is
+    /// PostgREST's way of answering 404 from SQL: the message was not found in that conversation.
+    private static let namedConversation = """
+        CREATE OR REPLACE FUNCTION public.fill_conversation() RETURNS trigger
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+        DECLARE
+          actual uuid;
+        BEGIN
+          SELECT m.conversation_id INTO actual FROM public.messages m WHERE m.id = NEW.message_id;
+          IF NEW.conversation_id IS NOT NULL AND actual IS NOT NULL AND NEW.conversation_id IS DISTINCT FROM actual THEN
+            RAISE EXCEPTION 'message % is not in conversation %', NEW.message_id, NEW.conversation_id
+              USING ERRCODE = 'PT404';
+          END IF;
+          NEW.conversation_id := actual;
+          RETURN NEW;
+        END
+        $$;
         """
 
     private static let roles = """
