@@ -161,6 +161,56 @@ struct XMTPAdapterBehaviourTests {
         }
     }
 
+    /// An edit, delete or reaction names the conversation it acts in: one naming this group whose target is a
+    /// message of another group (of the same members) is refused by the sender's own adapter, sends nothing, and,
+    /// sent anyway by a client that does not know the target, is ignored by receivers who do.
+    @Test("an edit, delete or reaction naming another group than its target's is refused, sends nothing, and is ignored by receivers")
+    func crossGroupChangesRefused() async throws {
+        try await withGroup { group in
+            let other = try await group.makeSiblingGroup()
+            let alice = try group.adapter(group.alice)
+            let prepared = try await alice.prepare(OutgoingMessage(id: .make(), conversation: other, sender: group.alice,
+                                                                   text: "alice's words, other group", createdAt: Date()),
+                                                   noSend: false)
+            let target = try #require(prepared.remoteID)
+            _ = try await alice.publish(prepared)
+            let bob = try group.adapter(group.bob)
+            _ = try await bob.changes(in: other, after: nil, limit: 100)
+            let attempts: [(String, () async throws -> Void)] = [
+                ("alice's edit", { try await alice.edit(target, in: group.conversation, text: "moved") }),
+                ("alice's delete", { try await alice.delete(target, in: group.conversation) }),
+                ("alice's reaction", { try await alice.setReaction("👍", isActive: true, on: target, in: group.conversation) }),
+                ("bob's reaction", { try await bob.setReaction("👀", isActive: true, on: target, in: group.conversation) }),
+            ]
+            for (what, attempt) in attempts {
+                let error = await #expect(throws: SwitchboardError.self, "\(what)") { try await attempt() }
+                #expect(error?.code == .notFound, "\(what): \(String(describing: error))")
+                #expect(error?.message.contains("is not in conversation \(group.conversation)") == true, "\(what)")
+            }
+            #expect(try await group.envelopeCount() == 0, "nothing was sent to the group the calls named")
+            // In the right group the same calls go through.
+            try await bob.setReaction("❤️", isActive: true, on: target, in: other)
+
+            // A client that does not know the target (a blind database) can still send them to the first group.
+            let blind = try group.adapter(group.alice, database: "alice-blind", faults: false)
+            try await blind.edit(target, in: group.conversation, text: "moved")
+            try await blind.setReaction("👍", isActive: true, on: target, in: group.conversation)
+            try await blind.delete(target, in: group.conversation)
+            #expect(try await group.envelopeCount() == 3)
+            // A reader who knows the target reports nothing for them, and the target's own group shows it unchanged.
+            let reader = try group.adapter(group.bob, database: "bob-reader", faults: false)
+            _ = try await reader.changes(in: other, after: nil, limit: 100)
+            let first = try await reader.changes(in: group.conversation, after: nil, limit: 100)
+            #expect(first.changes.isEmpty, "\(first.changes)")
+            for (database, adapter) in [("bob-reader", reader), ("bob-fresh", try group.adapter(group.bob, database: "bob-fresh", faults: false))] {
+                let page = try await adapter.history(in: other, before: nil, limit: 10)
+                #expect(page.messages.map(\.text) == ["alice's words, other group"], "\(database)")
+                #expect(page.messages.allSatisfy { $0.editedAt == nil && $0.deletedAt == nil }, "\(database)")
+                #expect(page.reactions.map { "\($0.user):\($0.symbol)" } == ["\(group.bob):❤️"], "\(database)")
+            }
+        }
+    }
+
     @Test("edits and deletes from someone other than the sender are ignored by receivers")
     func nonSenderEditsIgnored() async throws {
         try await withGroup { group in

@@ -12,6 +12,13 @@ struct XMTPLocalStoreTests {
                        contentType: type, referenceID: reference, sequenceID: sequence, idempotencyKey: "k-\(id)")
     }
 
+    /// A published row of group `h` (another group than `row`'s).
+    func elsewhere(_ id: String, _ type: String, reference: String? = nil, sequence: Int64) -> XMTPMessageRow {
+        var other = row(id, type, reference: reference, sequence: sequence)
+        other.groupID = "h"
+        return other
+    }
+
     @Test("storeReceived returns the stored rows; a known ID keeps its earliest sequence and time")
     func storeReceivedReturnsTheStoredRow() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
@@ -82,7 +89,7 @@ struct XMTPLocalStoreTests {
         #expect(try store.publishedRows(groupID: "g", sequences: []).isEmpty)
     }
 
-    @Test("references(to:) returns the published edits, deletes and reactions of a message, not its replies")
+    @Test("references(to:in:) returns the published edits, deletes and reactions of a message in its group, not its replies")
     func referencesAreControlRowsOnly() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
@@ -95,17 +102,21 @@ struct XMTPLocalStoreTests {
             (row("rr", "readReceipt", reference: "a", sequence: 5), [5]),
             (row("d1", "deleteMessage", reference: "a", sequence: 6), [6]),
             (row("x2", "reaction", reference: "b", sequence: 7), [7]),
+            (elsewhere("e2", "editMessage", reference: "a", sequence: 8), [8]),
+            (elsewhere("x4", "reaction", reference: "a", sequence: 9), [9]),
         ])
         _ = try store.insertPrepared(XMTPMessageRow(
             id: "x3", groupID: "g", content: [1], sentAtNs: 8, sender: "alice", status: .unpublished,
             contentType: "reaction", referenceID: "a", sequenceID: nil, idempotencyKey: "k-x3"))
         for row in stored { #expect(try store.message(row.id) == row, "storeReceived returned what it stored") }
-        #expect(try store.references(to: "a").map(\.id) == ["x1", "e1", "d1"])
-        #expect(try store.references(to: "b").map(\.id) == ["x2"])
-        #expect(try store.references(to: "r1").isEmpty)
+        #expect(try store.references(to: "a", in: "g").map(\.id) == ["x1", "e1", "d1"],
+                "an edit or reaction sent in another group pointing at the message is not one of its references")
+        #expect(try store.references(to: "a", in: "h").map(\.id) == ["e2", "x4"])
+        #expect(try store.references(to: "b", in: "g").map(\.id) == ["x2"])
+        #expect(try store.references(to: "r1", in: "g").isEmpty)
     }
 
-    @Test("references(to:) probes the partial index of rows that point at a message; a database with the old full index gets the new one")
+    @Test("references(to:in:) probes the partial index of rows that point at a message; a database with the old full index gets the new one")
     func referencesUseThePartialIndex() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-local-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }

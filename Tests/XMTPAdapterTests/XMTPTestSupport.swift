@@ -76,6 +76,13 @@ struct TestGroup: Sendable {
                          tokens: [alice: aliceToken, bob: bobToken], directory: directory, faults: AdapterFaults())
     }
 
+    /// Creates another group of the same two members on the node (alice creates it); its conversation ID.
+    func makeSiblingGroup() async throws -> ConversationID {
+        let groupID = try SecureRandom.bytes(16)
+        try await XMTPHarness(baseURL: node.baseURL).createGroup(groupID, members: [bob], token: tokens[alice]!)
+        return ConversationID(Digest.hex(groupID))
+    }
+
     /// The path of a named local database in the group's folder.
     func databasePath(_ name: String) -> String { directory.appendingPathComponent("\(name).sqlite").path }
 

@@ -316,12 +316,16 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     private func changes(for envelope: XMTPMessageRow, stored: XMTPMessageRow, in conversation: ConversationID) throws -> [RemoteChange] {
         switch envelope.contentType {
         case "editMessage", "deleteMessage":
-            guard let target = envelope.referenceID, let row = try store.message(target), !row.isControl else { return [] }
-            return [.message(XMTPMessageMapping.remoteMessage(row, references: try store.references(to: row.id),
+            // A target of another group is not this group's to change (its own fold ignores this envelope too).
+            guard let target = envelope.referenceID, let row = try store.message(target), !row.isControl,
+                  row.groupID == envelope.groupID else { return [] }
+            return [.message(XMTPMessageMapping.remoteMessage(row, references: try store.references(to: row.id, in: row.groupID),
                                                               conversation: conversation))]
         case "reaction":
-            guard let target = envelope.referenceID, let (symbol, _) = XMTPMessageMapping.reaction(of: envelope) else { return [] }
-            let active = XMTPMessageMapping.isActive(user: envelope.sender, symbol: symbol, in: try store.references(to: target))
+            guard let target = envelope.referenceID, let (symbol, _) = XMTPMessageMapping.reaction(of: envelope),
+                  try store.message(target).map({ $0.groupID == envelope.groupID }) ?? true else { return [] }
+            let active = XMTPMessageMapping.isActive(user: envelope.sender, symbol: symbol,
+                                                     in: try store.references(to: target, in: envelope.groupID))
             return [.reaction(RemoteReaction(target: RemoteID(target), conversation: conversation, user: UserID(envelope.sender),
                                              symbol: symbol, isActive: active, at: XMTPMessageMapping.date(ns: envelope.sentAtNs)))]
         case "readReceipt":
@@ -330,7 +334,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
             return [.receipt(RemoteReceipt(target: RemoteID(target.id), conversation: conversation, user: UserID(envelope.sender),
                                            state: .read, at: XMTPMessageMapping.date(ns: envelope.sentAtNs)))]
         default:
-            return [.message(XMTPMessageMapping.remoteMessage(stored, references: try store.references(to: stored.id),
+            return [.message(XMTPMessageMapping.remoteMessage(stored, references: try store.references(to: stored.id, in: stored.groupID),
                                                               conversation: conversation))]
         }
     }
@@ -367,7 +371,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         try store.reading {
             for opened in rows.reversed() where !opened.isControl && seen.insert(opened.id).inserted {
                 guard let row = try store.message(opened.id) else { continue }
-                let references = try store.references(to: row.id)
+                let references = try store.references(to: row.id, in: row.groupID)
                 messages.append(XMTPMessageMapping.remoteMessage(row, references: references, conversation: conversation))
                 for standing in XMTPMessageMapping.standingReactions(references) {
                     reactions.append(RemoteReaction(target: RemoteID(row.id), conversation: conversation, user: UserID(standing.user),
@@ -498,7 +502,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// Sends `editMessage{target, text}`; receivers apply it only from the target's sender within 15 minutes.
     public func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
         if configuration.faults?.refusesEdits == true { throw SwitchboardError(.refused, "edit refused (injected)") }
-        try checkOwn(target, verb: "edit")
+        try checkTarget(target, in: conversation, verb: "edit", ownOnly: true)
         let edit = XMTPEditMessage(messageID: target.rawValue, editedContent: XMTPText(text).encoded())
         try await sendControl(edit.encoded(), in: conversation)
     }
@@ -506,20 +510,30 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// Sends `deleteMessage{target}`; receivers apply it only from the target's sender within 2 hours.
     public func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
         if configuration.faults?.refusesDeletes == true { throw SwitchboardError(.refused, "delete refused (injected)") }
-        try checkOwn(target, verb: "delete")
+        try checkTarget(target, in: conversation, verb: "delete", ownOnly: true)
         try await sendControl(XMTPDeleteMessage(messageID: target.rawValue).encoded(), in: conversation)
     }
 
-    /// Refuses (as every receiver would ignore it) an edit or delete of a known message by someone else.
-    private func checkOwn(_ target: RemoteID, verb: String) throws {
-        if let row = try store.message(target.rawValue), row.sender != localUser.rawValue {
+    /// Refuses (as every receiver would ignore it) a change of a message the local database knows under another
+    /// group than `conversation`'s, or, when `ownOnly`, an edit or delete of a known message by someone else.
+    /// Returns the known row.
+    @discardableResult
+    private func checkTarget(_ target: RemoteID, in conversation: ConversationID, verb: String,
+                             ownOnly: Bool) throws -> XMTPMessageRow? {
+        let group = Digest.hex(try groupID(conversation))
+        guard let row = try store.message(target.rawValue) else { return nil }
+        if row.groupID != group {
+            throw SwitchboardError(.notFound, "cannot \(verb) message \(target): it is not in conversation \(conversation)")
+        }
+        if ownOnly, row.sender != localUser.rawValue {
             throw SwitchboardError(.notOwner, "only the sender can \(verb) message \(target)")
         }
+        return row
     }
 
     /// Sends a `reaction:2.0` (added or removed, unicode schema).
     public func setReaction(_ symbol: String, isActive: Bool, on target: RemoteID, in conversation: ConversationID) async throws {
-        let inbox = try store.message(target.rawValue)?.sender ?? ""
+        let inbox = try checkTarget(target, in: conversation, verb: "react to", ownOnly: false)?.sender ?? ""
         let reaction = XMTPReaction(reference: target.rawValue, referenceInboxID: inbox, action: isActive ? .added : .removed,
                                     content: symbol, schema: .unicode)
         try await sendControl(reaction.encoded(), in: conversation)

@@ -183,7 +183,7 @@ final class XMTPLocalStore: @unchecked Sendable {
         ON CONFLICT(id) DO NOTHING
         """
 
-    /// `references(to:)`' query (built once: it runs for every message read).
+    /// `references(to:in:)`' query (built once: it runs for every message read).
     static let referencesSQL = """
         SELECT \(columns) FROM group_messages
         WHERE reference_id = ? AND delivery_status = 2
@@ -338,16 +338,20 @@ final class XMTPLocalStore: @unchecked Sendable {
         }
     }
 
-    /// Published control rows pointing at `id` (edits, deletes, reactions), in sequence order.
-    func references(to id: String) throws -> [XMTPMessageRow] {
+    /// Published control rows of group `groupID` pointing at `id` (edits, deletes, reactions), in sequence order. A
+    /// row sent in another group names a message that is not its group's, and changes nothing.
+    func references(to id: String, in groupID: String) throws -> [XMTPMessageRow] {
         try with { db in
-            // The content types are picked here, not in SQL: `content_type IN (…)` has SQLite fill a temporary
-            // b-tree with the names on every call (~40 % of a call that finds nothing, the usual case).
-            try db.query(Self.referencesSQL, [id], Self.row).filter { Self.referenceTypes.contains($0.contentType) }
+            // The content types and the group are picked here, not in SQL: `content_type IN (…)` has SQLite fill a
+            // temporary b-tree with the names on every call (~40 % of a call that finds nothing, the usual case), and
+            // the partial index on `reference_id` already narrows the rows to a handful.
+            try db.query(Self.referencesSQL, [id], Self.row).filter {
+                $0.groupID == groupID && Self.referenceTypes.contains($0.contentType)
+            }
         }
     }
 
-    /// The content types whose rows `references(to:)` returns.
+    /// The content types whose rows `references(to:in:)` returns.
     private static let referenceTypes: Set<String> = ["editMessage", "deleteMessage", "reaction"]
 
     /// The latest content message before `sequence` whose sender is not `sender` (a read receipt's target).
