@@ -65,6 +65,32 @@ struct MutationTests {
         await expectError(.refused) { try await f.bob.setReaction("👎", isActive: true, on: remoteID, in: f.room) }
     }
 
+    /// Every call names the conversation it acts in; a message of another conversation (even one the caller
+    /// belongs to) is not found there, and nothing of it or of either conversation changes.
+    @Test("an edit, delete, reaction or receipt naming another conversation than its message's is notFound and changes nothing",
+          arguments: IDScheme.allCases)
+    func crossConversationRefused(scheme: IDScheme) async throws {
+        let f = try Fixture(scheme)
+        let other: ConversationID = "other"
+        try f.backend.createConversation(other, members: ["alice", "bob"])
+        let prepared = try await f.alice.prepare(f.outgoing("in the other room", from: f.alice, in: other), noSend: false)
+        _ = try await f.alice.publish(prepared)
+        let target = try #require(f.backend.messages(in: other).first).remoteID
+        let roomCursor = try await f.alice.latestCursor(in: f.room)
+        let otherCursor = try await f.alice.latestCursor(in: other)
+        await expectError(.notFound) { try await f.alice.edit(target, in: f.room, text: "moved") }
+        await expectError(.notFound) { try await f.alice.delete(target, in: f.room) }
+        await expectError(.notFound) { try await f.bob.setReaction("👍", isActive: true, on: target, in: f.room) }
+        await expectError(.notFound) { try await f.bob.sendReceipt(.read, for: target, in: f.room) }
+        #expect(try await f.alice.latestCursor(in: f.room) == roomCursor)
+        #expect(try await f.alice.latestCursor(in: other) == otherCursor)
+        let row = try #require(f.backend.messages(in: other).first)
+        #expect(row.text == "in the other room" && row.editedAt == nil && row.deletedAt == nil)
+        #expect(f.backend.messages(in: f.room).isEmpty)
+        let page = try await f.bob.history(in: other, before: nil, limit: 5)
+        #expect(page.reactions.isEmpty && page.receipts.isEmpty)
+    }
+
     @Test("one reaction per user per symbol: re-tapping toggles", arguments: IDScheme.allCases)
     func reactionsPerSymbol(scheme: IDScheme) async throws {
         let f = try Fixture(scheme, policy: .onePerUserPerSymbol)

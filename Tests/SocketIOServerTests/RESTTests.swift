@@ -297,6 +297,40 @@ struct RESTTests {
         if delay > 0 { try await Task.sleep(for: .milliseconds(Int64(delay * 1000) + 1)) }
     }
 
+    /// The path names the room; a message of another room, even one the caller belongs to, is not found there.
+    @Test("edit, delete, reaction and receipt on a message of another room named in the path: 404, nothing changes")
+    func crossRoomPathRefused() async throws {
+        try await SocketIOHarness.with { harness in
+            let alice = try await harness.register("alice"), bob = try await harness.register("bob")
+            try await harness.createConversation("c1", members: ["bob"], token: alice)
+            try await harness.createConversation("c2", members: ["bob"], token: alice)
+            let message = try await harness.send("c2", "in c2", token: alice)
+            let id = try #require(message["id"] as? String)
+            let version = try #require(message["version"] as? NSNumber)
+            let wrong = "/conversations/c1/messages/\(id)"
+            let attempts: [(String, HTTPMethod, String, Any?, String)] = [
+                ("edit", .patch, wrong, ["text": "moved"], alice),
+                ("delete", .delete, wrong, nil, alice),
+                ("reaction", .put, wrong + "/reaction", ["emoji": "👍"], bob),
+                ("reaction removal", .delete, wrong + "/reaction", nil, bob),
+                ("receipt", .put, wrong + "/receipt", ["state": "read"], bob),
+            ]
+            for (what, method, path, json, token) in attempts {
+                let reply = try await harness.call(method, path, json: json, token: token)
+                #expect(reply.status == 404, "\(what): \(reply.status) \(reply.body.object)")
+            }
+            let stored = try await harness.history("c2", token: bob).messages
+            #expect(stored.count == 1)
+            #expect(stored.first?["text"] as? String == "in c2")
+            #expect(stored.first?["version"] as? NSNumber == version, "no change at all")
+            #expect(stored.first?["editedAt"] == nil || stored.first?["editedAt"] is NSNull)
+            #expect(stored.first?["deletedAt"] == nil || stored.first?["deletedAt"] is NSNull)
+            #expect((stored.first?["reactions"] as? [Any])?.isEmpty ?? true)
+            #expect((stored.first?["receipts"] as? [Any])?.isEmpty ?? true)
+            #expect(try await harness.history("c1", token: bob).messages.isEmpty)
+        }
+    }
+
     @Test("one reaction per user, replaced on re-tap; receipts never step back")
     func reactionsAndReceipts() async throws {
         try await SocketIOHarness.with { harness in
