@@ -421,9 +421,7 @@ public actor Bridge {
             try await copyRepliesToCopiedTargets(from: source, to: target)
             try await bridgeOrHold(change, from: source, to: target)
         }
-        if let bulk, !run.isEmpty {
-            try Task.checkCancellation()
-            let staged = try await stage(run, from: source, to: target, via: bulk)
+        if let bulk, !run.isEmpty, let staged = try await stageOrSplit(run, from: source, to: target, via: bulk) {
             let prepared = staged.prepared
             try await completeInFlight(startingNext: {
                 InFlightCopy(staged: staged, publish: Task { try await bulk.publishAll(prepared) },
@@ -1115,6 +1113,20 @@ public actor Bridge {
         if try quarantine.release(supersededBy: change, from: source.backend) {
             configuration.log("released the quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID): a "
                               + "newer version was bridged")
+        }
+    }
+
+    /// Stages a batch to leave in flight; when one of its messages cannot be staged (its copy's target ID is
+    /// mapped to another message), bridges each alone instead, so only that one is held, and returns nil.
+    private func stageOrSplit(_ run: [PlannedCopy], from source: BridgeSide, to target: BridgeSide,
+                              via adapter: any BulkPublishingAdapter) async throws -> StagedCopy? {
+        try Task.checkCancellation()
+        do {
+            return try await stage(run, from: source, to: target, via: adapter)
+        } catch where Self.isPermanent(error) {
+            try await completeInFlight()
+            for planned in run { try await bridgeOrHold(.message(planned.message), from: source, to: target) }
+            return nil
         }
     }
 

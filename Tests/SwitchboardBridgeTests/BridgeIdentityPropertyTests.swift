@@ -37,14 +37,7 @@ struct BridgeIdentityPropertyTests {
     @Test("random honest and colliding keys over two pairs: each message crosses once, no copy changes but by its own original, no pair stops",
           arguments: [UInt64(1), 2, 3, 4, 5, 6], Mode.allCases)
     func identityRule(seed: UInt64, mode: Mode) async throws {
-        if mode.bulkHub {
-            // Towards a bulk target a copy the target refuses for good is not taken back (see `refusedBatchCopy`).
-            await withKnownIssue("a refused batched copy keeps its ledger row and target mapping", isIntermittent: true) {
-                try await Self.runProperty(seed: seed, mode: mode)
-            }
-        } else {
-            try await Self.runProperty(seed: seed, mode: mode)
-        }
+        try await Self.runProperty(seed: seed, mode: mode)
     }
 
     /// One run of the property: 70 random steps, a settling round, one more honest message per side, the checks.
@@ -86,9 +79,9 @@ struct BridgeIdentityPropertyTests {
 
     /// The property's smallest counterexample towards a bulk target, found by it: `BridgeTrustTests`'s pre-empted key
     /// (a room member posts under the key of a hub message the bridge has not copied yet) with the hub as a bulk
-    /// target. The room message's batched copy is refused ("taken by another sender") and held, but its pending ledger
-    /// row and its hub mapping stay, so the hub message standing under the key is read as that copy's echo and never
-    /// crosses (towards a plain target `unstage` takes them back and it crosses apart).
+    /// target. The room message's batched copy is refused ("taken by another sender") and held; its pending ledger
+    /// entry and hub mapping must be taken back, or the hub message standing under the key would be read as that
+    /// copy's echo and never cross.
     @Test("a batched copy the target refuses for good is taken back: the message standing under its key crosses apart")
     func refusedBatchCopy() async throws {
         let world = try PropertyWorld(bulkHub: true)
@@ -102,11 +95,9 @@ struct BridgeIdentityPropertyTests {
         #expect(held.map(\.remoteID) == [rooms], "carol's pre-emption is held: the hub refused its key")
         #expect(world.hub.messages(in: "B").filter { $0.sender == "bridge" }.map(\.text) == ["carol's honest message"])
         #expect(stats.keyCollisions >= 1)
-        withKnownIssue("a refused batched copy keeps its ledger row and target mapping") {
-            let copies = world.room.messages(in: "r").filter { $0.sender == "bridge" }
-            #expect(copies.map(\.text) == ["frank's own message"], "frank's message crossed apart")
-            #expect(copies.first?.metadata["bridge.origin"] == "hub-net:\(hubs)")
-        }
+        let copies = world.room.messages(in: "r").filter { $0.sender == "bridge" }
+        #expect(copies.map(\.text) == ["frank's own message"], "frank's message crossed apart")
+        #expect(copies.first?.metadata["bridge.origin"] == "hub-net:\(hubs)")
     }
 
     /// Posts `text` as `sender` in `place` under `key`; returns its backend ID.

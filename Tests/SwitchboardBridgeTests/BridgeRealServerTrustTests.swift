@@ -131,10 +131,8 @@ struct BridgeRealServerTrustTests {
                 // it is held with that reason; carol's row is a message of its own and crosses apart.
                 #expect(held.map(\.remoteID) == [erins])
                 #expect(held.first?.reason.contains("taken by another sender") == true, "\(held.first?.reason ?? "")")
-                await withKnownIssue("a refused batched copy keeps its ledger row and target mapping (see refusedBatchCopy)") {
-                    let crossed = try await servers.copies(in: room, of: "supabase", as: erin)
-                    #expect(crossed[carols]?.text == "carol's pre-emption", "carol's row crossed apart")
-                }
+                let crossed = try await servers.copies(in: room, of: "supabase", as: erin)
+                #expect(crossed[carols]?.text == "carol's pre-emption", "carol's row crossed apart")
             }
 
             // The pair goes on, both ways.
