@@ -246,6 +246,38 @@ struct BridgeRealServerTrustTests {
             }
         }
     }
+
+    /// Issue 27 §4: keys a Supabase-like member may set that the Socket-style side cannot carry as a
+    /// `clientMessageId` (too long in UTF-8 bytes or characters, a control character, empty).
+    @Test("keys the Socket-style side cannot carry: every message crosses under a key it can, edits follow, the pair goes on")
+    func uncarriableKeys() async throws {
+        try await TrustServers.with { servers in
+            let erin = servers.user("erin"), carol = servers.user("carol")
+            let room = try await servers.socketRoom(members: [erin])
+            let conversation = try await servers.supabaseConversation(members: [carol])
+            let bridge = try await servers.bridge(room: room, conversation: conversation)
+            let keys = [String(repeating: "é", count: 100), "bell\u{7}key", String(repeating: "k", count: 129), ""]
+            var sent: [RemoteID: String] = [:]
+            for (index, key) in keys.enumerated() {
+                let text = "carol's message \(index)"
+                sent[try await send(servers.supabaseAdapter(carol), text, in: conversation, key: MessageID(key))] = text
+            }
+            let stats = try await bridge.catchUp()
+            #expect(stats.messagesBToA == keys.count && stats.quarantined == 0 && stats.lastError == nil, "\(stats)")
+            var copies = try await servers.copies(in: room, of: "supabase", as: erin)
+            #expect(copies.mapValues(\.text) == sent, "each crossed once: \(copies.mapValues(\.text))")
+            for copy in copies.values {
+                let key = try #require(copy.idempotencyKey?.rawValue)
+                #expect(UUIDText.canonical(key) == key, "the copy's key is a UUID the room takes: \(key)")
+            }
+            let first = try #require(sent.first { $0.value == "carol's message 0" }?.key)
+            try await servers.supabaseAdapter(carol).edit(first, in: conversation, text: "carol's message 0, edited")
+            try await bridge.catchUp()
+            copies = try await servers.copies(in: room, of: "supabase", as: erin)
+            #expect(copies[first]?.text == "carol's message 0, edited")
+            #expect(copies.count == keys.count, "a second pass adds nothing")
+        }
+    }
 }
 
 /// Publishes `text` as the adapter's user under `key`; returns its backend ID.
