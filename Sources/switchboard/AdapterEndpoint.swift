@@ -37,15 +37,25 @@ struct AdapterEndpoint: Sendable {
     /// Every other field, resolved (env: values read).
     var fields: [String: String]
 
-    /// Parses one endpoint object; `path` prefixes error messages.
-    static func parse(_ json: JSONValue, path: String, baseDirectory: URL) throws -> AdapterEndpoint {
+    /// The fields that only signing in uses.
+    static let secretFields: Set<String> = ["apiKey", "accessToken", "password", "token", "groupSecret"]
+
+    /// Parses one endpoint object; `path` prefixes error messages. With `needsSecrets` false (a command that never
+    /// signs in) a secret field naming an environment variable that is not set is accepted unread.
+    static func parse(_ json: JSONValue, path: String, baseDirectory: URL, needsSecrets: Bool = true) throws -> AdapterEndpoint {
         guard let object = json.objectValue else { throw ConfigError(path, "must be an object") }
         var fields: [String: String] = [:]
+        var unread: Set<String> = []
         for (key, value) in object {
             guard let text = value.stringValue else { throw ConfigError("\(path).\(key)", "must be a string") }
+            if !needsSecrets, secretFields.contains(key), (try? resolve(text, path: key)) == nil {
+                unread.insert(key)
+                continue
+            }
             fields[key] = try resolve(text, path: "\(path).\(key)")
         }
         func required(_ key: String) throws -> String {
+            if unread.contains(key) { return "" }
             guard let value = fields[key], !value.isEmpty else { throw ConfigError("\(path).\(key)", "is required") }
             return value
         }
@@ -84,7 +94,7 @@ struct AdapterEndpoint: Sendable {
                 throw ConfigError("\(path).conversation", "must be the group ID as 32 hex digits")
             }
             _ = try required("token")
-            guard let secret = Hex.decode(try required("groupSecret")), secret.count == 32 else {
+            guard try unread.contains("groupSecret") || Hex.decode(required("groupSecret"))?.count == 32 else {
                 throw ConfigError("\(path).groupSecret", "must be 64 hex digits (32 bytes)")
             }
             let database = try required("database")

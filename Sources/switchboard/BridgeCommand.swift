@@ -113,9 +113,9 @@ enum BridgeCommand {
     }
 
     /// The config at `path`, or nil after printing what is wrong with it (the caller exits 2).
-    static func loadConfig(_ path: String) throws -> BridgeConfigFile? {
+    static func loadConfig(_ path: String, needsSecrets: Bool = true) throws -> BridgeConfigFile? {
         do {
-            return try BridgeConfigFile.load(path: path)
+            return try BridgeConfigFile.load(path: path, needsSecrets: needsSecrets)
         } catch let error as ConfigError {
             FileHandle.standardError.write(Data("switchboard: \(path): \(error)\n".utf8))
             return nil
@@ -190,15 +190,17 @@ struct BridgeConfigFile: Sendable {
     }
 
     /// Reads and checks the file at `path`; every mistake is a `ConfigError` naming the field.
-    static func load(path: String) throws -> BridgeConfigFile {
+    /// With `needsSecrets` false (a command that never signs in) secrets in unset environment variables are not
+    /// required.
+    static func load(path: String, needsSecrets: Bool = true) throws -> BridgeConfigFile {
         guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError("config", "cannot read \(path)") }
         let json = try AdapterEndpoint.parseJSON(String(decoding: data, as: UTF8.self), path: "config")
         let base = URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent()
-        return try parse(json, baseDirectory: base)
+        return try parse(json, baseDirectory: base, needsSecrets: needsSecrets)
     }
 
     /// Checks a parsed config; relative paths are taken from `baseDirectory`.
-    static func parse(_ json: JSONValue, baseDirectory: URL) throws -> BridgeConfigFile {
+    static func parse(_ json: JSONValue, baseDirectory: URL, needsSecrets: Bool = true) throws -> BridgeConfigFile {
         guard let object = json.objectValue else { throw ConfigError("config", "must be a JSON object") }
         let known: Set<String> = ["store", "worker", "leaseSeconds", "statusEverySeconds", "pairs"]
         for key in object.keys.sorted() where !known.contains(key) {
@@ -230,8 +232,8 @@ struct BridgeConfigFile: Sendable {
             guard names.insert(name).inserted else { throw ConfigError("\(path).name", "'\(name)' names another pair too") }
             guard let aValue = pair["a"] else { throw ConfigError("\(path).a", "is required") }
             guard let bValue = pair["b"] else { throw ConfigError("\(path).b", "is required") }
-            let a = try AdapterEndpoint.parse(aValue, path: "\(path).a", baseDirectory: baseDirectory)
-            let b = try AdapterEndpoint.parse(bValue, path: "\(path).b", baseDirectory: baseDirectory)
+            let a = try AdapterEndpoint.parse(aValue, path: "\(path).a", baseDirectory: baseDirectory, needsSecrets: needsSecrets)
+            let b = try AdapterEndpoint.parse(bValue, path: "\(path).b", baseDirectory: baseDirectory, needsSecrets: needsSecrets)
             let backendA = a.fields["backend"] ?? a.adapter, backendB = b.fields["backend"] ?? b.adapter
             guard backendA != backendB else {
                 throw ConfigError("\(path).b.backend", "both sides use backend ID \(backendA); set \"backend\" on one side")

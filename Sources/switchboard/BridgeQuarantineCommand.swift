@@ -18,7 +18,8 @@ enum BridgeQuarantineCommand {
         guard let path = options.value("config"), !path.isEmpty else {
             throw UsageError("bridge quarantine needs --config FILE")
         }
-        guard let config = try BridgeCommand.loadConfig(path) else { return 2 }
+        // Nothing here signs in: the sides' secrets need not be in the environment (the store's must).
+        guard let config = try BridgeCommand.loadConfig(path, needsSecrets: false) else { return 2 }
         let pairs = try options.value("pair").map { name in
             guard let pair = config.pairs.first(where: { $0.name == name }) else {
                 throw UsageError("no pair named '\(name)' in \(path)")

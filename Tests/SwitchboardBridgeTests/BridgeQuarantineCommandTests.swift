@@ -55,6 +55,15 @@ struct BridgeQuarantineCommandTests {
         #expect(!entry.text.contains("(retry requested)"))
         let byPair = try await servers.quarantine(["list", "--pair", "general"])
         #expect(byPair.status == 0 && byPair.stdout == list.stdout, "--pair general lists the same: \(byPair.stdout)")
+        // Nothing here signs in, so an operator's shell need not hold the sides' secrets; the bridge itself does.
+        let executable = try SwitchboardExecutable.locate().path
+        let withoutSecrets = try await ChildProcess.runDetached(
+            executable, ["bridge", "quarantine", "list", "--config", servers.configPath], timeout: .seconds(60))
+        #expect(withoutSecrets.status == 0 && withoutSecrets.stdout == list.stdout, "\(withoutSecrets.stderr)")
+        let bridgeWithoutSecrets = try await ChildProcess.runDetached(
+            executable, ["bridge", "--config", servers.configPath, "--catch-up-only"], timeout: .seconds(60))
+        #expect(bridgeWithoutSecrets.status == 2 && bridgeWithoutSecrets.stderr.contains("BRIDGE_TEST_"),
+                "\(bridgeWithoutSecrets.stderr)")
 
         // retry: marked, and the next run bridges it again; the room still refuses it, so it is held again.
         let retry = try await servers.quarantine(["retry", String(entry.id)])
