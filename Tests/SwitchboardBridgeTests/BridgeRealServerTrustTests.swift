@@ -278,6 +278,39 @@ struct BridgeRealServerTrustTests {
             #expect(copies.count == keys.count, "a second pass adds nothing")
         }
     }
+
+    /// Issue 27 §3: a Socket-style member's message whose metadata claims the key of a Supabase-like message.
+    @Test("metadata smuggling a victim's key: the copy claims nothing, the victim's message stays, the pair goes on")
+    func smuggledMetadata() async throws {
+        try await TrustServers.with { servers in
+            let erin = servers.user("erin"), carol = servers.user("carol")
+            let room = try await servers.socketRoom(members: [erin])
+            let conversation = try await servers.supabaseConversation(members: [carol])
+            let bridge = try await servers.bridge(room: room, conversation: conversation)
+            let victimKey = MessageID.make()
+            let carols = try await send(servers.supabaseAdapter(carol), "carol's words", in: conversation, key: victimKey)
+            try await bridge.catchUp()
+            let erinAdapter = try await servers.socketAdapter(erin)
+            let smuggled = OutgoingMessage(id: .make(), conversation: room, sender: erin, text: "erin's smuggle",
+                                           metadata: ["switchboard.key": victimKey.rawValue, "bridge.origin": "supabase:\(carols)",
+                                                      "mood": "sly"],
+                                           createdAt: Date())
+            let erins = try #require(try await erinAdapter.publish(try await erinAdapter.prepare(smuggled, noSend: false)).remoteID)
+            var stats = try await bridge.catchUp()
+            let copy = try #require(try await servers.copies(in: conversation, of: "socketio")[erins])
+            #expect(copy.text == "erin's smuggle" && copy.remoteID != carols)
+            #expect(copy.metadata["switchboard.key"] == nil && copy.metadata["mood"] == "sly", "\(copy.metadata)")
+            #expect(copy.idempotencyKey != victimKey, "the copy claims no key of carol's")
+            // Every Supabase-side reader resolves carol's message and erin's copy apart; erin's edit touches only hers.
+            try await erinAdapter.edit(erins, in: room, text: "erin's smuggle, edited")
+            stats = try await bridge.catchUp()
+            let rows = try await servers.supabaseAdapter(carol).allMessages(in: conversation)
+            #expect(rows.first { $0.remoteID == carols }?.text == "carol's words")
+            #expect(rows.first { $0.remoteID == copy.remoteID }?.text == "erin's smuggle, edited")
+            #expect(rows.filter { $0.idempotencyKey == victimKey }.map(\.remoteID) == [carols], "one row claims carol's key")
+            #expect(stats.lastError == nil && stats.quarantined == 0, "\(stats)")
+        }
+    }
 }
 
 /// Publishes `text` as the adapter's user under `key`; returns its backend ID.
