@@ -412,6 +412,15 @@ public protocol MessageCountingAdapter: ChatAdapter {
     func messageCount(in conversation: ConversationID) async throws -> Int
 }
 
+/// An adapter whose backend can make a conversation that does not exist, or that its user may not read, look
+/// empty (row-level security shows members only their conversations): `checkAccess` tells the difference, so a
+/// migration or a bridge does not take a mistyped conversation ID for an empty conversation.
+public protocol ConversationCheckingAdapter: ChatAdapter {
+    /// Returns when `conversation` exists and the local user may read it; throws `unknownConversation` (naming
+    /// the conversation and the user) otherwise.
+    func checkAccess(to conversation: ConversationID) async throws
+}
+
 /// An adapter whose `publishAll` sends a run of prepared messages in bulk (a few requests, not one per message)
 /// and publishes every message it is given (noSend-prepared ones included), returning one receipt per message,
 /// in order. Bridges and migrations batch their copies only towards such an adapter.

@@ -7,7 +7,7 @@ public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertib
         private enum Base: String, Sendable {
             case emptyMessage, contentTooLarge, unknownMessage, unknownConversation, editWindowExpired
             case deleteWindowExpired, notSupported, alreadyPublished, refused, transport, storage
-            case corruptStore, invalidArgument, notFound, unauthorized, cancelled, notOwner, conflict
+            case corruptStore, invalidArgument, notFound, unauthorized, cancelled, notOwner, conflict, forbidden
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -42,6 +42,8 @@ public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertib
         public static let notFound = Code(.notFound)
         /// Credentials are missing, wrong or expired.
         public static let unauthorized = Code(.unauthorized)
+        /// The account may not act in this conversation (not a member, or row-level security refused it).
+        public static let forbidden = Code(.forbidden)
         /// The operation was cancelled.
         public static let cancelled = Code(.cancelled)
         /// Only the sender may do this.

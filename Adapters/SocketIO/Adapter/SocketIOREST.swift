@@ -115,6 +115,7 @@ final class SocketIOREST: Sendable {
         case (403, "edit_window_closed"): return SwitchboardError(.editWindowExpired, text)
         case (403, "delete_window_closed"): return SwitchboardError(.deleteWindowExpired, text)
         case (403, "not_sender"): return SwitchboardError(.notOwner, text)
+        case (403, "forbidden"): return SwitchboardError(.forbidden, text)
         case (403, _): return SwitchboardError(.refused, text)
         case (404, _): return SwitchboardError(.notFound, text)
         case (409, _): return SwitchboardError(.conflict, text)

@@ -10,7 +10,8 @@ import SwitchboardNet
 /// IDs are client-assigned: a message's row `id` is its `MessageID`, so `prepare` knows the backend ID without
 /// the network, and `publish` is an upsert that ignores duplicates — any retry or replay is harmless.
 public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
-    TypingAdapter, UploadingAdapter, BulkPublishingAdapter, OwnMessageFilteringAdapter, MessageCountingAdapter {
+    TypingAdapter, UploadingAdapter, BulkPublishingAdapter, OwnMessageFilteringAdapter, MessageCountingAdapter,
+    ConversationCheckingAdapter {
     /// Where the server is and who signs in.
     public struct Configuration: Sendable {
         /// The server's base URL, e.g. `http://127.0.0.1:54321`.
@@ -252,6 +253,16 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let receipts = try await rest.select("receipts", [("message_id", ids)]).compactMap(SupabaseRows.receipt)
         let older = rows.count >= limit ? messages.first.map { HistoryCursor(createdAt: $0.sentAt, id: $0.remoteID.rawValue).cursor } : nil
         return HistoryPage(messages: Array(messages), reactions: reactions, receipts: receipts, olderCursor: older)
+    }
+
+    /// Reads the conversation's row, which row-level security shows only to its members: none means the
+    /// conversation does not exist or the user is not a member (the two look the same from outside, by design).
+    public func checkAccess(to conversation: ConversationID) async throws {
+        try Self.requireConversationID(conversation)
+        let rows = try await rest.select("conversations", [("select", "id"), ("id", "eq.\(conversation.rawValue)")])
+        guard rows.isEmpty else { return }
+        throw SwitchboardError(.unknownConversation, "conversation \(conversation) does not exist, or \(localUser) is not a "
+                               + "member of it (row-level security shows members only their conversations)")
     }
 
     /// The conversation's rows the user may read, counted by the server: one `HEAD` with `Prefer: count=exact`

@@ -117,6 +117,9 @@ final class SupabaseREST: Sendable {
         switch response.status {
         case 401:
             return SwitchboardError(.unauthorized, text, retryable: true)
+        case 403 where code == "42501":
+            // Row-level security: the account may not do this in the conversation (not a member of it).
+            return SwitchboardError(.forbidden, text)
         case 403:
             return SwitchboardError(.refused, text)
         case 404:

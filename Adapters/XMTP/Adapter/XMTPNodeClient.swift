@@ -159,7 +159,7 @@ final class XMTPNodeClient: Sendable {
         let text = "XMTP node HTTP \(status): \(message)"
         switch status {
         case 401: return SwitchboardError(.unauthorized, text)
-        case 403: return SwitchboardError(.refused, text)
+        case 403: return SwitchboardError(.forbidden, text)  // not a member of the group
         case 404: return SwitchboardError(.notFound, text)
         case 409: return SwitchboardError(.conflict, text)
         case 413: return SwitchboardError(.contentTooLarge, text)
