@@ -115,7 +115,13 @@ public actor Bridge {
         /// Already bridged by an earlier run.
         case alreadyPresent(MessageID)
         /// Deleted before it was copied; nothing to show on the other side.
-        case skippedDeleted(MessageID)
+        case skippedDeleted(MessageID, RemoteID)
+        /// Copied as its fallback text: the source's content type (named) has no equivalent on the other side.
+        case copiedAsFallback(MessageID, RemoteID, contentType: String)
+        /// Not copied: the other side refused it for good (its error); held in the pair's quarantine.
+        case refused(MessageID, RemoteID, reason: String)
+        /// Not copied: it is a copy made from the other side (by a bridge, or an earlier copy the other way).
+        case copyFromOtherSide(MessageID, RemoteID)
     }
 
     private var observer: (@Sendable (Outcome) -> Void)?
@@ -146,6 +152,13 @@ public actor Bridge {
     /// failure is thrown once it is done.
     private func catchUpPasses(_ direction: Direction) async throws -> BridgeStats {
         lastFailureWasDirectional = false
+        // Outside `run()` each catch-up tries a stopped direction again (and throws if it still fails).
+        if signals == nil { stopped = [:] }
+        if let failure = await checkAccess(direction) {
+            // A side that stops its directions has said so; any other failure backs off like a failed catch-up.
+            lastFailureWasDirectional = Self.stopsTheDirection(failure)
+            throw failure
+        }
         try await bridgeRetryRequests(direction)
         let interval = configuration.otherDirectionInterval
         var forward = PassResult(moved: true, hasMore: false)
@@ -158,16 +171,20 @@ public actor Bridge {
         }
         /// Whether `side`'s direction may be read: it has not failed in this catch-up and is not backing off.
         func due(_ side: BridgeSide) -> Bool {
-            !failures.contains { $0.source == side.backend }
+            stopped[side.backend] == nil && !failures.contains { $0.source == side.backend }
                 && (heldBack[side.backend].map { ContinuousClock.now >= $0.until } ?? true)
         }
         while true {
-            if due(a), !(backward.hasMore && quiet(a, readAt: readAt.forward)) {
+            if !due(a) {
+                forward = PassResult(moved: false, hasMore: false)  // failed, stopped or backing off: not read now
+            } else if !(backward.hasMore && quiet(a, readAt: readAt.forward)) {
                 readAt.forward = ContinuousClock.now
                 signals?.clear(a.backend)
                 forward = try await guardedPass(from: a, to: b, failures: &failures)
             }
-            if direction == .both, due(b), !(forward.hasMore && quiet(b, readAt: readAt.backward)) {
+            if direction == .both, !due(b) {
+                backward = PassResult(moved: false, hasMore: false)
+            } else if direction == .both, !(forward.hasMore && quiet(b, readAt: readAt.backward)) {
                 readAt.backward = ContinuousClock.now
                 signals?.clear(b.backend)
                 backward = try await guardedPass(from: b, to: a, failures: &failures)
@@ -184,7 +201,7 @@ public actor Bridge {
         }
         if stopping { return currentStats }
         // A direction still backing off has its error on the status line; only a catch-up of both is a success.
-        guard heldBack.isEmpty else { return currentStats }
+        guard heldBack.isEmpty, stopped.isEmpty else { return currentStats }
         stats.lastError = nil
         stats.lastSuccess = Date()
         oldestUnbridged = nil
@@ -210,6 +227,9 @@ public actor Bridge {
     /// Under `run()`, by source backend: the directions backing off after a failed pass. The other direction is
     /// read as usual meanwhile.
     private var heldBack: [BackendID: Backoff] = [:]
+    /// By source backend: the directions stopped by a failure no retry can fix (`stopsTheDirection`), with the side
+    /// that failed and why. A new bridge (a restart or a reload) tries them again.
+    private var stopped: [BackendID: String] = [:]
     /// Whether the last catch-up threw a direction's failure (which backs off on its own), not one of the whole pair.
     private var lastFailureWasDirectional = false
     /// Under `run()`: wakes the pass loop when the earliest backoff in `heldBack` is over.
@@ -230,6 +250,16 @@ public actor Bridge {
             // Whichever direction it came from, the batch in flight ends here (recorded if its publish went through).
             await abandonInFlight()
             failures.append(DirectionFailure(source: source.backend, error: error))
+            if Self.stopsTheDirection(error) {
+                // No retry fixes it (credentials, access to a conversation, a conversation that is gone): the
+                // direction stops, saying which side failed, until the bridge is reconfigured or restarted.
+                let culprit = await failingSide(of: source, to: target, after: error)
+                stopped[source.backend] = culprit
+                stats.lastError = "stopped \(source.name) → \(target.name): \(culprit)"
+                configuration.log("bridging \(source.name) → \(target.name) stopped, no retry can fix it: \(culprit); "
+                                  + "fix the account or the config and restart the bridge (or reload it)")
+                return PassResult(moved: false, hasMore: false)
+            }
             stats.lastError = "\(source.name) → \(target.name): \(error)"
             guard signals != nil else {
                 configuration.log("bridging \(source.name) → \(target.name) failed: \(error)")
@@ -242,6 +272,65 @@ public actor Bridge {
                               + "goes on): \(error)")
             return PassResult(moved: false, hasMore: false)
         }
+    }
+
+    /// Whether both sides' conversations were found readable (`ConversationCheckingAdapter`): checked once per
+    /// bridge, before its first pass.
+    private var accessChecked = false
+    /// Whether the check found a side unreadable (its directions are `stopped`).
+    private var accessFailed = false
+
+    /// Before the first pass: asks each side that can tell whether its conversation exists and the account may
+    /// read it (a backend whose row-level security makes it look empty otherwise). A side that cannot stops every
+    /// direction that reads or writes it (`stopped`), logged with the side and its error, which is returned.
+    private func checkAccess(_ direction: Direction) async -> (any Error)? {
+        // Under `run()` a side found unreadable stays stopped until the bridge is restarted or reloaded.
+        guard !accessChecked, !(signals != nil && accessFailed) else { return nil }
+        var failure: (any Error)?
+        for side in [a, b] {
+            guard let checking = side.adapter as? any ConversationCheckingAdapter else { continue }
+            do {
+                try await checking.checkAccess(to: side.conversation)
+            } catch where Self.stopsTheDirection(error) {
+                let culprit = "\(side.name) conversation \(side.conversation): \(error)"
+                for source in direction == .both ? [a, b] : [a] { stopped[source.backend] = culprit }
+                stats.lastError = "stopped: \(culprit)"
+                configuration.log("bridging stopped, no retry can fix it: \(culprit); fix the account or the config and "
+                                  + "restart the bridge (or reload it)")
+                failure = failure ?? error
+            } catch {
+                return error  // not known yet (a transport error, say): checked again at the next catch-up
+            }
+        }
+        accessChecked = failure == nil
+        accessFailed = failure != nil
+        return failure
+    }
+
+    /// Whether a pass's failure is one no retry can fix: the account's credentials or its access to a conversation
+    /// (a change-level refusal is quarantined before it reaches the pass, so any other permanent error reaching it
+    /// came from reading the source or the store).
+    static func stopsTheDirection(_ error: any Error) -> Bool {
+        guard let error = error as? SwitchboardError else { return false }
+        switch error.code {
+        case .unauthorized, .forbidden, .unknownConversation: return true
+        default: return isPermanent(error)
+        }
+    }
+
+    /// Which side a failure that stops a direction comes from, with its conversation and the error: each side is
+    /// asked whether it can still reach its conversation (`checkAccess`, `latestCursor`); when both can, the
+    /// failure came from a write, on `target`.
+    private func failingSide(of source: BridgeSide, to target: BridgeSide, after error: any Error) async -> String {
+        for side in [source, target] {
+            do {
+                try await (side.adapter as? any ConversationCheckingAdapter)?.checkAccess(to: side.conversation)
+                _ = try await side.adapter.latestCursor(in: side.conversation)
+            } catch {
+                return "\(side.name) conversation \(side.conversation): \(error)"
+            }
+        }
+        return "\(target.name) conversation \(target.conversation): \(error)"
     }
 
     /// Under `run()`: wakes the pass loop once the earliest direction backing off may be read again.
@@ -274,6 +363,8 @@ public actor Bridge {
         defer {
             self.signals = nil
             heldBack = [:]
+            stopped = [:]
+            accessFailed = false
             backoffTimer?.cancel()
             backoffTimer = nil
             poller.cancel()
@@ -317,7 +408,8 @@ public actor Bridge {
     /// copies coming back), it does: they would only wake a read that skips them. Each event also marks its side
     /// as signalled (`SideSignals`).
     private func startLive(from source: BridgeSide, to target: BridgeSide) {
-        let stream = (source.adapter as? any OwnMessageFilteringAdapter)?.liveEventsSkippingOwnMessages(in: source.conversation)
+        let filtering = configuration.copiesOwnMessages ? nil : source.adapter as? any OwnMessageFilteringAdapter
+        let stream = filtering?.liveEventsSkippingOwnMessages(in: source.conversation)
             ?? source.adapter.liveEvents(in: source.conversation)
         let wake = self.wake, signals = self.signals
         liveTasks.append(Task.detached {
@@ -380,9 +472,10 @@ public actor Bridge {
         if oldestUnbridged == nil, let first = batch.changes.first { oldestUnbridged = first.changedAt }
         if batch.hasMore, !stopping, batch.cursor != cursor {
             let adapter = source.adapter, conversation = source.conversation, next = batch.cursor
-            let limit = configuration.batchSize
+            let limit = configuration.batchSize, skippingOwn = !configuration.copiesOwnMessages
             readAhead[source.backend] = (next, Task.detached {
-                try await Self.pages(of: adapter, in: conversation, after: next, limit: limit, span: span)
+                try await Self.pages(of: adapter, in: conversation, after: next, limit: limit, span: span,
+                                     skippingOwn: skippingOwn)
             })
         }
         var run: [PlannedCopy] = []
@@ -517,7 +610,7 @@ public actor Bridge {
             return false
         }
         guard !candidates.isEmpty else { return [] }
-        let pair = self.pair
+        let pair = self.pair, copiesOwn = configuration.copiesOwnMessages
         return try store.read { tx in
             var settled = Set<Int>()
             for index in candidates {
@@ -526,8 +619,12 @@ public actor Bridge {
                           ?? MessageIdentity.normalizedKey(message.idempotencyKey, scope: KeyScope(message, on: source.backend)),
                       try tx.remoteID(of: id, backend: source.backend, part: 0) == message.remoteID,
                       try tx.remoteID(of: id, backend: target.backend, part: 0) != nil else { continue }
-                // A copy towards `target` waits to be republished: the slow path does that.
-                if let copy = try tx.bridgeCopy(id), copy.pair == pair, copy.pendingTowards == target.backend { continue }
+                if let copy = try tx.bridgeCopy(id), copy.pair == pair {
+                    // A copy towards `target` waits to be republished: the slow path does that.
+                    if copy.pendingTowards == target.backend { continue }
+                    // An original of the account's own this pair copied (`copiesOwnMessages`): its updates follow.
+                    if copiesOwn, copy.origin == source.backend { continue }
+                }
                 settled.insert(index)
             }
             return settled
@@ -541,33 +638,33 @@ public actor Bridge {
             ahead.page.cancel()
         }
         return try await Self.pages(of: source.adapter, in: source.conversation, after: cursor, limit: configuration.batchSize,
-                                    span: span)
+                                    span: span, skippingOwn: !configuration.copiesOwnMessages)
     }
 
     /// One page of changes after `cursor`, extended by the following full pages while every change so far is a
     /// message and the whole stays within `span` changes (a target's bulk publish size): a backlog of new messages
     /// then crosses in batches of `span`, whatever page size the source serves.
     private static func pages(of adapter: any ChatAdapter, in conversation: ConversationID, after cursor: Cursor?,
-                              limit: Int, span: Int) async throws -> ChangeBatch {
-        var batch = try await changes(of: adapter, in: conversation, after: cursor, limit: limit)
+                              limit: Int, span: Int, skippingOwn: Bool) async throws -> ChangeBatch {
+        var batch = try await changes(of: adapter, in: conversation, after: cursor, limit: limit, skippingOwn: skippingOwn)
         while batch.hasMore, batch.changes.count + limit <= span, batch.cursor != cursor,
               batch.changes.allSatisfy({ if case .message = $0 { true } else { false } }) {
             // The rest of the span in whole pages, asked for at once: an adapter that can read that much in one go
             // (the XMTP-like one stores it in one transaction) does; the others serve a page and the loop goes on.
             let rest = (span - batch.changes.count) / limit * limit
-            let next = try await changes(of: adapter, in: conversation, after: batch.cursor, limit: rest)
+            let next = try await changes(of: adapter, in: conversation, after: batch.cursor, limit: rest,
+                                         skippingOwn: skippingOwn)
             guard !next.changes.isEmpty || next.cursor != batch.cursor else { break }
             batch = ChangeBatch(changes: batch.changes + next.changes, cursor: next.cursor, hasMore: next.hasMore)
         }
         return batch
     }
 
-    /// One page of `adapter`'s changes; without the bridge account's own plain messages where the backend can
-    /// leave them out (the bridge does nothing with them: they are its own copies coming back, or messages of its
-    /// account it never bridges).
+    /// One page of `adapter`'s changes; with `skippingOwn`, without the bridge account's own plain messages where
+    /// the backend can leave them out (a live bridge does nothing with them: they are its own copies coming back).
     private static func changes(of adapter: any ChatAdapter, in conversation: ConversationID, after cursor: Cursor?,
-                                limit: Int) async throws -> ChangeBatch {
-        if let filtering = adapter as? any OwnMessageFilteringAdapter {
+                                limit: Int, skippingOwn: Bool) async throws -> ChangeBatch {
+        if skippingOwn, let filtering = adapter as? any OwnMessageFilteringAdapter {
             return try await filtering.changesSkippingOwnPlainMessages(in: conversation, after: cursor, limit: limit)
         }
         return try await adapter.changes(in: conversation, after: cursor, limit: limit)
@@ -660,7 +757,7 @@ public actor Bridge {
             throw SwitchboardError(.conflict, "\(source.name) message \(message.remoteID) resolves to \(id), which "
                                    + "belongs to another bridged pair")
         case .bridged(let remote):
-            if message.sender != source.adapter.localUser { observer?(.alreadyPresent(id)) }
+            if !isOwnCopy(message, from: source, to: target) { observer?(.alreadyPresent(id)) }
             try await applyUpdates(message, id: id, remote: remote, from: source, to: target)
             return
         case .pending(let stored):
@@ -680,14 +777,16 @@ public actor Bridge {
         case .new:
             break
         }
-        if message.sender == source.adapter.localUser {
-            // Our own publish whose origin mapping is gone cannot be re-bridged without looping; log it.
-            configuration.log("skipping \(source.name) message \(message.remoteID) sent by the bridge's own account")
+        if isOwnCopy(message, from: source, to: target) {
+            // A copy made from the other side whose mapping is gone cannot be copied back without looping; log it.
+            configuration.log("skipping \(source.name) message \(message.remoteID) sent by the bridge's own account "
+                              + "(a copy made from \(target.name))")
+            observer?(.copyFromOtherSide(id, message.remoteID))
             return
         }
         if message.deletedAt != nil {
             try remember(message, id: id, from: source, deleted: true)
-            observer?(.skippedDeleted(id))
+            observer?(.skippedDeleted(id, message.remoteID))
             return
         }
         var replyTo: RemoteID?
@@ -777,10 +876,20 @@ public actor Bridge {
         return .bridged(remote)
     }
 
-    /// Whether `message` may go in a batch: someone else's, not deleted, no reply, no attachment.
-    private static func isPlain(_ message: RemoteMessage, from source: BridgeSide) -> Bool {
-        message.sender != source.adapter.localUser && message.deletedAt == nil && message.replyTo == nil
+    /// Whether `message` may go in a batch: not a copy made from the other side, not deleted, no reply, no
+    /// attachment.
+    private func isPlain(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) -> Bool {
+        !isOwnCopy(message, from: source, to: target) && message.deletedAt == nil && message.replyTo == nil
             && message.attachments.isEmpty
+    }
+
+    /// Whether `message` is one the bridge leaves alone as written by its own account on `source`: every such
+    /// message for a live bridge (its copies coming back), and under `copiesOwnMessages` only a copy made from
+    /// `target` (its `bridge.origin` names the target's backend; one mapped there is recognised by the map first).
+    private func isOwnCopy(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) -> Bool {
+        guard message.sender == source.adapter.localUser else { return false }
+        guard configuration.copiesOwnMessages else { return true }
+        return message.metadata["bridge.origin"]?.hasPrefix("\(target.backend):") == true
     }
 
     /// `resolve` and `copyState` of every message of a page that may go in a batch, in one read transaction
@@ -788,7 +897,7 @@ public actor Bridge {
     private func copyStates(of changes: [RemoteChange], skipping settled: Set<Int>, from source: BridgeSide,
                             to target: BridgeSide) throws -> [RemoteID: (id: MessageID, state: CopyState)] {
         let candidates: [RemoteMessage] = changes.indices.compactMap { index in
-            guard !settled.contains(index), case .message(let message) = changes[index], Self.isPlain(message, from: source)
+            guard !settled.contains(index), case .message(let message) = changes[index], isPlain(message, from: source, to: target)
             else { return nil }
             return message
         }
@@ -862,7 +971,11 @@ public actor Bridge {
     /// Counts a copied message and tells the observer.
     private func counted(_ message: RemoteMessage, id: MessageID, from source: BridgeSide) {
         if source.backend == a.backend { stats.messagesAToB += 1 } else { stats.messagesBToA += 1 }
-        observer?(.copied(id))
+        if let unsupported = message.metadata[RemoteMessage.unsupportedContentKey] {
+            observer?(.copiedAsFallback(id, message.remoteID, contentType: unsupported))
+        } else {
+            observer?(.copied(id))
+        }
     }
 
     /// The copy of `message` to publish on `target` under `id`: the source's relayable metadata (`relayable`), then
@@ -923,7 +1036,7 @@ public actor Bridge {
     /// Reads the store only: the mappings are written by `copy`.
     private func plan(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
                       excluding planned: Set<MessageID>, known: (id: MessageID, state: CopyState)?) throws -> PlannedCopy? {
-        guard Self.isPlain(message, from: source) else { return nil }
+        guard isPlain(message, from: source, to: target) else { return nil }
         let id = try known?.id ?? identify(message, on: source)
         guard !planned.contains(id) else { return nil }
         guard case .new = try known?.state ?? copyState(id, on: target) else { return nil }  // done, or pending: one by one
@@ -1005,7 +1118,7 @@ public actor Bridge {
     /// Applies an edit or delete of an already bridged message on the other side (once).
     private func applyUpdates(_ message: RemoteMessage, id: MessageID, remote: RemoteID, from source: BridgeSide,
                               to target: BridgeSide) async throws {
-        guard message.sender != source.adapter.localUser else { return }
+        guard !isOwnCopy(message, from: source, to: target) else { return }
         let known = try store.read { try $0.bridgeCopy(id) }
         if let known, !Self.isOriginal(message, from: source, remembered: known) {
             stats.keyCollisions += 1
@@ -1100,6 +1213,11 @@ public actor Bridge {
         try quarantine.hold(change, from: source.backend, reason: String(describing: error))
         held.removeAll { $0 == subject }
         held.append(subject)
+        if case .message(let message) = change {
+            let mapped = try? store.read { try $0.messageID(backend: source.backend, remoteID: message.remoteID) }
+            let id = mapped ?? MessageID.derived(backend: source.backend, remote: message.remoteID)
+            observer?(.refused(id, message.remoteID, reason: String(describing: error)))
+        }
         configuration.log("quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID) (bridging it to "
                           + "\(target.name) failed: \(error)); the pair goes on")
     }

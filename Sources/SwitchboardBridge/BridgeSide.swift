@@ -39,6 +39,10 @@ public struct BridgeConfiguration: Sendable {
     /// Whether runs of plain new messages towards a `BulkPublishingAdapter` are copied in batches (prepare all →
     /// persist their mappings and prepared copies in one transaction → `publishAll` → bookkeeping).
     public var batchCopies = true
+    /// Whether messages written by the source side's own account are copied too (a migration of one's own history),
+    /// except those that are copies made from the other side (mapped there, or naming it in `bridge.origin`). A live
+    /// bridge leaves its account's messages alone: they are its own copies coming back.
+    public var copiesOwnMessages = false
 
     /// Defaults.
     public init() {}

@@ -40,6 +40,9 @@ public struct MigrationProgress: Sendable, Hashable {
     public var alreadyPresent: Int
     /// Deleted on the source before they were copied.
     public var skippedDeleted: Int
+    /// Not copied for another reason: refused by the target, or a copy made from the target (see
+    /// `MigrationReport.notCarried`).
+    public var notCopied: Int = 0
     /// Seconds since this run started copying.
     public var elapsed: TimeInterval
     /// Messages handled by this run.
@@ -95,6 +98,13 @@ public struct MigrationReport: Sendable, Hashable {
     public var skippedDeleted: Int
     /// Source messages not migrated because the run failed (the estimate minus those handled); 0 otherwise.
     public var failed: Int
+    /// Every source message this run handled without copying it as it is, with the reason (deleted at the source,
+    /// a copy made from the target, refused by the target, copied only as its fallback text); messages already
+    /// present are counted in `alreadyPresent`, not listed.
+    public var notCarried: [NotCarried] = []
+    /// Whether the run failed on an error no re-run fixes as things are (credentials, access to a conversation):
+    /// fix that first, then re-run.
+    public var errorIsPermanent = false
     /// The source's message count as estimated before copying, if it was.
     public var total: Int?
     /// Wall-clock seconds of the run (estimate included).
@@ -120,6 +130,55 @@ public struct MigrationReport: Sendable, Hashable {
 
     /// Messages copied per second of copying.
     public var rate: Double { copyDuration > 0 ? Double(copied) / copyDuration : 0 }
+}
+
+/// A source message a migration did not carry as it is, and why.
+public struct NotCarried: Sendable, Hashable {
+    /// Why a message was not carried.
+    public enum Reason: Sendable, Hashable {
+        /// Deleted at the source before it was copied: nothing to show on the target.
+        case deletedAtSource
+        /// A copy made from the target (by a bridge, or a migration the other way): not copied back.
+        case copyFromTarget
+        /// Copied as its fallback text: the target has no equivalent of the source's content type.
+        case unsupportedContent(contentType: String)
+        /// Refused by the target for good, with the target's error; held in the pair's quarantine.
+        case refused(String)
+
+        /// The reason in a few words, for reports.
+        public var text: String {
+            switch self {
+            case .deletedAtSource: "deleted at source"
+            case .copyFromTarget: "a copy made from the target"
+            case .unsupportedContent(let type): "unsupported content \(type), copied as its fallback text"
+            case .refused(let error): "refused by the target: \(error)"
+            }
+        }
+
+        /// A stable name, for JSON.
+        public var name: String {
+            switch self {
+            case .deletedAtSource: "deletedAtSource"
+            case .copyFromTarget: "copyFromTarget"
+            case .unsupportedContent: "unsupportedContent"
+            case .refused: "refused"
+            }
+        }
+    }
+
+    /// The message's internal identity.
+    public var id: MessageID
+    /// Its ID on the source.
+    public var sourceRemoteID: RemoteID
+    /// Why it was not carried.
+    public var reason: Reason
+
+    /// An entry from its parts.
+    public init(id: MessageID, sourceRemoteID: RemoteID, reason: Reason) {
+        self.id = id
+        self.sourceRemoteID = sourceRemoteID
+        self.reason = reason
+    }
 }
 
 /// A migration setup or reachability problem found before anything was written.
@@ -200,17 +259,7 @@ public actor Migration {
     /// the copy are retried and then reported in the result, never thrown.
     public func run(progress: (@Sendable (MigrationProgress) -> Void)? = nil) async throws -> MigrationReport {
         let started = ContinuousClock.now
-        do {
-            _ = try await source.adapter.history(in: source.conversation, before: nil, limit: 1)
-        } catch {
-            throw MigrationError(side: "source", "cannot read the history of \(source.name) conversation "
-                                 + "\(source.conversation): \(error)")
-        }
-        do {
-            _ = try await target.adapter.latestCursor(in: target.conversation)
-        } catch {
-            throw MigrationError(side: "target", "cannot reach \(target.name) conversation \(target.conversation): \(error)")
-        }
+        try await checkSides()
         // The bridge first: opening it adopts the records of a run by an older version, which `earlierOutcomes` reads.
         let bridge = try Bridge(a: source, b: target, store: store, configuration: bridgeConfiguration())
         let tally = MigrationTally(total: nil, earlier: try earlierOutcomes(of: bridge.pair))
@@ -231,6 +280,7 @@ public actor Migration {
         var lastError: String?
         var delay = configuration.retryDelay
         var attempt = 1
+        var permanent = false
         while true {
             do {
                 try await bridge.catchUp(.aToB) { outcome in
@@ -245,6 +295,14 @@ public actor Migration {
                     break
                 }
                 lastError = String(describing: error)
+                if Bridge.stopsTheDirection(error) {
+                    // Credentials, access to a conversation, a conversation that is gone: no retry fixes it.
+                    status = .failed
+                    permanent = true
+                    // The bridge's status names the side that failed and its conversation.
+                    lastError = await bridge.currentStats.lastError ?? lastError
+                    break
+                }
                 guard attempt < configuration.maxAttempts else {
                     status = .failed
                     break
@@ -261,11 +319,33 @@ public actor Migration {
         let counts = tally.snapshot()
         let done = counts.processed
         let failed = status == .failed ? max(1, (counts.total ?? done) - done) : 0
-        return MigrationReport(status: status, copied: counts.copied, alreadyPresent: counts.alreadyPresent,
-                               skippedDeleted: counts.skippedDeleted, failed: failed, total: total,
-                               duration: Self.seconds(ContinuousClock.now - started),
-                               copyDuration: Self.seconds(ContinuousClock.now - copyStarted),
-                               error: status == .failed ? lastError : nil)
+        var report = MigrationReport(status: status, copied: counts.copied, alreadyPresent: counts.alreadyPresent,
+                                     skippedDeleted: counts.skippedDeleted, failed: failed, total: total,
+                                     duration: Self.seconds(ContinuousClock.now - started),
+                                     copyDuration: Self.seconds(ContinuousClock.now - copyStarted),
+                                     error: status == .failed ? lastError : nil)
+        report.notCarried = tally.notCarried()
+        report.errorIsPermanent = permanent
+        return report
+    }
+
+    /// Checks, before anything is written, that the source's history can be read and the target reached, and
+    /// (where a backend can make a conversation one may not read look empty) that both conversations exist and
+    /// the accounts may read them; throws `MigrationError` naming the side otherwise.
+    func checkSides() async throws {
+        do {
+            try await (source.adapter as? any ConversationCheckingAdapter)?.checkAccess(to: source.conversation)
+            _ = try await source.adapter.history(in: source.conversation, before: nil, limit: 1)
+        } catch {
+            throw MigrationError(side: "source", "cannot read the history of \(source.name) conversation "
+                                 + "\(source.conversation): \(error)")
+        }
+        do {
+            try await (target.adapter as? any ConversationCheckingAdapter)?.checkAccess(to: target.conversation)
+            _ = try await target.adapter.latestCursor(in: target.conversation)
+        } catch {
+            throw MigrationError(side: "target", "cannot reach \(target.name) conversation \(target.conversation): \(error)")
+        }
     }
 
     /// The bridge's tunables for a one-way copy.
@@ -273,12 +353,14 @@ public actor Migration {
         var bridge = BridgeConfiguration()
         bridge.batchSize = configuration.batchSize
         bridge.log = configuration.log
+        // A migration carries the migrating account's own messages too; only copies made from the target are not.
+        bridge.copiesOwnMessages = true
         return bridge
     }
 
     /// The source messages earlier runs handled (the pair's ledger), split into those on the target and those
     /// skipped as deleted.
-    private func earlierOutcomes(of pair: String) throws -> (present: Set<MessageID>, skipped: Set<MessageID>) {
+    func earlierOutcomes(of pair: String) throws -> (present: Set<MessageID>, skipped: Set<MessageID>) {
         let targetBackend = target.backend
         return try store.read { tx in
             var present = Set<MessageID>(), skipped = Set<MessageID>()
@@ -309,7 +391,7 @@ public actor Migration {
 final class MigrationTally: Sendable {
     /// What became of one source message; a later, stronger outcome replaces a weaker one.
     private enum Kind: Int {
-        case skipped = 1, present, copied
+        case skipped = 1, fromTarget, refused, present, copied
     }
 
     /// The counting state (counts kept incrementally: the observer runs once per message).
@@ -317,19 +399,30 @@ final class MigrationTally: Sendable {
         var total: Int?
         var kinds: [MessageID: Kind] = [:]
         /// The count of each kind, by raw value.
-        var counts = [0, 0, 0, 0]
+        var counts = [0, 0, 0, 0, 0, 0]
+        /// Why each message of this run that is not (yet) copied as it is was not carried.
+        var notCarried: [MessageID: NotCarried] = [:]
         var seenThisRun = Set<MessageID>()
         var started = ContinuousClock.now
 
-        /// Records `kind` for `id` unless a stronger outcome is known.
-        mutating func set(_ id: MessageID, _ kind: Kind) {
+        /// Records `kind` for `id` unless a stronger outcome is known; true when recorded.
+        @discardableResult
+        mutating func set(_ id: MessageID, _ kind: Kind) -> Bool {
             let old = kinds.updateValue(kind, forKey: id)
-            if let old, old.rawValue >= kind.rawValue {
+            if let old, old.rawValue > kind.rawValue {
                 kinds[id] = old
-                return
+                return false
             }
             if let old { counts[old.rawValue] -= 1 }
             counts[kind.rawValue] += 1
+            return true
+        }
+
+        /// Records an outcome of this run, with why the message was not carried as it is (nil: it was).
+        mutating func record(_ id: MessageID, _ kind: Kind, _ detail: NotCarried?) {
+            seenThisRun.insert(id)
+            guard set(id, kind) else { return }
+            notCarried[id] = detail
         }
 
         /// How many outcomes are of `kind`.
@@ -357,16 +450,24 @@ final class MigrationTally: Sendable {
         state.withLock { state in
             switch outcome {
             case .copied(let id):
-                state.set(id, .copied)
-                state.seenThisRun.insert(id)
+                state.record(id, .copied, nil)
+            case .copiedAsFallback(let id, let remote, let type):
+                state.record(id, .copied, NotCarried(id: id, sourceRemoteID: remote, reason: .unsupportedContent(contentType: type)))
             case .alreadyPresent(let id):
-                state.set(id, .present)
-                state.seenThisRun.insert(id)
-            case .skippedDeleted(let id):
-                state.set(id, .skipped)
-                state.seenThisRun.insert(id)
+                state.record(id, .present, nil)
+            case .skippedDeleted(let id, let remote):
+                state.record(id, .skipped, NotCarried(id: id, sourceRemoteID: remote, reason: .deletedAtSource))
+            case .refused(let id, let remote, let reason):
+                state.record(id, .refused, NotCarried(id: id, sourceRemoteID: remote, reason: .refused(reason)))
+            case .copyFromOtherSide(let id, let remote):
+                state.record(id, .fromTarget, NotCarried(id: id, sourceRemoteID: remote, reason: .copyFromTarget))
             }
         }
+    }
+
+    /// The messages of this run not carried as they are, in source ID order.
+    func notCarried() -> [NotCarried] {
+        state.withLock { $0.notCarried.values.sorted { $0.sourceRemoteID.rawValue < $1.sourceRemoteID.rawValue } }
     }
 
     /// The progress now.
@@ -375,10 +476,12 @@ final class MigrationTally: Sendable {
     /// The progress of a state.
     private static func progress(_ state: State) -> MigrationProgress {
         let processed = state.kinds.count
-        return MigrationProgress(processed: processed, total: state.total.map { max($0, processed) },
-                                 copied: state.count(.copied), alreadyPresent: state.count(.present),
-                                 skippedDeleted: state.count(.skipped),
-                                 elapsed: Migration.seconds(ContinuousClock.now - state.started),
-                                 processedThisRun: state.seenThisRun.count)
+        var progress = MigrationProgress(processed: processed, total: state.total.map { max($0, processed) },
+                                         copied: state.count(.copied), alreadyPresent: state.count(.present),
+                                         skippedDeleted: state.count(.skipped),
+                                         elapsed: Migration.seconds(ContinuousClock.now - state.started),
+                                         processedThisRun: state.seenThisRun.count)
+        progress.notCopied = state.count(.refused) + state.count(.fromTarget)
+        return progress
     }
 }

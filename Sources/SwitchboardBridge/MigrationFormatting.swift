@@ -26,6 +26,7 @@ extension MigrationProgress {
         if let total { text += " of \(MigrationFormat.number(total))" }
         if let fraction { text += " (\(Int((fraction * 100).rounded(.down)))%)" }
         text += ": \(copied) copied, \(alreadyPresent) already present, \(skippedDeleted) skipped"
+        if notCopied > 0 { text += ", \(notCopied) not copied" }
         text += String(format: ", %.0f msg/s", rate)
         if let eta { text += ", ETA \(MigrationFormat.clock(eta))" }
         return text
@@ -40,11 +41,22 @@ extension MigrationReport {
         lines.append("  copied:          \(MigrationFormat.number(copied))")
         lines.append("  already present: \(MigrationFormat.number(alreadyPresent))")
         lines.append("  skipped deleted: \(MigrationFormat.number(skippedDeleted))")
+        let notCopied = notCarried.filter { if case .refused = $0.reason { true } else { $0.reason == .copyFromTarget } }.count
+        lines.append("  not copied:      \(MigrationFormat.number(notCopied))")
         lines.append("  failed:          \(MigrationFormat.number(failed))")
         lines.append(String(format: "  duration:        %.1f s (copying %.1f s)", duration, copyDuration))
         lines.append(String(format: "  rate:            %.0f msg/s", rate))
         if let error { lines.append("  error: \(error)") }
-        if status != .completed { lines.append("  re-run the same command to resume from the last checkpoint") }
+        if !notCarried.isEmpty {
+            lines.append("  not carried as they are (\(MigrationFormat.number(notCarried.count))):")
+            for item in notCarried { lines.append("    \(item.sourceRemoteID) (\(item.id)): \(item.reason.text)") }
+        }
+        if status == .failed, errorIsPermanent {
+            lines.append("  no retry can fix this error: fix the account, its access or the conversation named above, "
+                         + "then re-run the same command to resume from the last checkpoint")
+        } else if status != .completed {
+            lines.append("  re-run the same command to resume from the last checkpoint")
+        }
         return lines
     }
 
@@ -58,7 +70,43 @@ extension MigrationReport {
         ]
         members.append(("total", total.map { .int(Int64($0)) } ?? .null))
         members.append(("error", error.map(JSONValue.string) ?? .null))
+        members.append(("errorIsPermanent", .bool(errorIsPermanent)))
+        members.append(("notCarried", NotCarried.json(notCarried)))
         return .object(members)
+    }
+}
+
+extension MigrationPlan {
+    /// The human-readable plan.
+    public var summaryLines: [String] {
+        var lines = ["migration plan (dry run: nothing was written or copied)"]
+        if resumes { lines.append("  an earlier run's checkpoint is kept: the copy resumes after it") }
+        lines.append("  to copy:         \(MigrationFormat.number(toCopy))")
+        lines.append("  already present: \(MigrationFormat.number(alreadyPresent))")
+        if !notCarried.isEmpty {
+            lines.append("  not carried as they are (\(MigrationFormat.number(notCarried.count))):")
+            for item in notCarried { lines.append("    \(item.sourceRemoteID) (\(item.id)): \(item.reason.text)") }
+        }
+        lines.append("  a message the target refuses shows only when copying (it is listed in the report then)")
+        return lines
+    }
+
+    /// The plan as JSON.
+    public var json: JSONValue {
+        .object([
+            ("toCopy", .int(Int64(toCopy))), ("alreadyPresent", .int(Int64(alreadyPresent))), ("resumes", .bool(resumes)),
+            ("notCarried", NotCarried.json(notCarried)),
+        ])
+    }
+}
+
+extension NotCarried {
+    /// A list of entries as JSON.
+    static func json(_ entries: [NotCarried]) -> JSONValue {
+        .array(entries.map { item in
+            .object([("id", .string(item.id.rawValue)), ("sourceRemoteID", .string(item.sourceRemoteID.rawValue)),
+                     ("reason", .string(item.reason.name)), ("detail", .string(item.reason.text))])
+        })
     }
 }
 

@@ -136,8 +136,13 @@ enum CommandLineTool {
 
       migrate                   Copy one conversation's history from one backend to another, oldest to newest,
                                 page by page, checkpointed in a store (re-running resumes and adds nothing; each
-                                message keeps its MessageID as the idempotency key on the target). A progress bar
-                                with rate and ETA on a terminal, plain lines otherwise; then a final report.
+                                message keeps its MessageID as the idempotency key on the target). Every message
+                                is copied, the migrating account's own too; only copies made from the target are
+                                not. A progress bar with rate and ETA on a terminal, plain lines otherwise; then a
+                                final report that lists each message not carried as it is, with the reason
+                                (deleted at the source, a copy made from the target, unsupported content copied as
+                                its fallback text, refused by the target with its error). A source or target
+                                conversation that does not exist or that the account may not read is an error.
           --from ENDPOINT         the source: endpoint JSON inline or a JSON file, e.g.
                                   {"adapter":"xmtp","url":"http://127.0.0.1:5556","conversation":"<32 hex>",
                                    "inbox":"migrator","token":"env:XMTP_TOKEN","groupSecret":"env:XMTP_SECRET",
@@ -151,11 +156,15 @@ enum CommandLineTool {
           --verify                after copying, compare both sides message by message (missing, extra, text
                                   mismatches); exit 1 on any difference
           --verify-only           compare without copying
+          --dry-run               print what a copy would do (to copy, already present, not carried and why)
+                                  and write nothing
           --format F              text (default) | json (progress then goes to standard error)
           --batch-size N          source changes per checkpointed page (default 500)
           --no-estimate           do not page the source's history alongside the copy to count it (no total or ETA)
-                                Exit 0 done (and clean), 1 failure or differences, 2 bad option or endpoint
-                                (naming the field), 130/143 stopped by SIGINT/SIGTERM (re-run to resume).
+                                Exit 0 done (and clean), 1 failure, a message the target refused, or
+                                differences, 2 bad option or endpoint (naming the field), 130/143 stopped by
+                                SIGINT/SIGTERM (re-run to resume). Credentials, access and missing conversations
+                                stop the run at once (no retry fixes them); other errors are retried.
 
       xmtp codec encode         Encode content as libxmtp does; prints the EncodedContent protobuf as hex.
           --type T                text | reply | reaction (2.0) | reaction:1.0 | readReceipt | attachment |

@@ -17,9 +17,12 @@ enum MigrateCommand {
     /// 0 done (and clean), 1 failed or differences found, 2 bad options or endpoints, 130/143 stopped by
     /// SIGINT/SIGTERM (re-run to resume).
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let options = try Arguments(arguments, booleanFlags: ["verify", "verify-only", "no-estimate"])
+        let options = try Arguments(arguments, booleanFlags: ["verify", "verify-only", "no-estimate", "dry-run"])
         try options.check(allowed: ["from", "to", "conversation", "store", "database-url", "verify", "verify-only",
-                                    "format", "batch-size", "no-estimate"])
+                                    "format", "batch-size", "no-estimate", "dry-run"])
+        if options.has("dry-run"), options.has("verify") || options.has("verify-only") {
+            throw UsageError("--dry-run plans a copy; give it without --verify or --verify-only")
+        }
         guard let fromText = options.value("from") else { throw UsageError("migrate needs --from ENDPOINT") }
         guard let toText = options.value("to") else { throw UsageError("migrate needs --to ENDPOINT") }
         let format = options.value("format") ?? "text"
@@ -62,7 +65,10 @@ enum MigrateCommand {
             if let url = options.value("database-url") {
                 store = try PostgresStore(url: url)
             } else {
-                store = try SQLiteStore(path: options.value("store") ?? defaultStorePath)
+                let path = options.value("store") ?? defaultStorePath
+                // A dry run writes nothing: without a store yet there are no earlier runs, so an empty one in memory.
+                let planOnly = options.has("dry-run") && !FileManager.default.fileExists(atPath: path)
+                store = try SQLiteStore(path: planOnly ? ":memory:" : path)
             }
         } catch {
             FileHandle.standardError.write(Data("switchboard migrate: cannot open the store: \(error)\n".utf8))
@@ -94,6 +100,16 @@ enum MigrateCommand {
 
         var output: [(key: String, value: JSONValue)] = []
         var status: Int32 = 0
+        if options.has("dry-run") {
+            do {
+                let plan = try await migration.plan()
+                if format == "json" { writeLine(JSONValue.object([("plan", plan.json)]).serialized) } else { plan.summaryLines.forEach(writeLine) }
+                return 0
+            } catch {
+                FileHandle.standardError.write(Data("switchboard migrate: \(error)\n".utf8))
+                return 1
+            }
+        }
         if !options.has("verify-only") {
             let display = ProgressDisplay(json: format == "json")
             if configuration.estimateTotal { display.note("copying; counting the source's messages alongside...") }
@@ -112,7 +128,9 @@ enum MigrateCommand {
                 report.summaryLines.forEach(writeLine)
             }
             switch report.status {
-            case .completed: break
+            case .completed:
+                // A message the target refused is not migrated: the run did not succeed, whatever else it copied.
+                if report.notCarried.contains(where: { if case .refused = $0.reason { true } else { false } }) { status = 1 }
             case .failed: status = 1
             case .interrupted:
                 let number = stopSignal.load(ordering: .acquiring)

@@ -74,13 +74,46 @@ struct BridgeDirectionTests {
     }
 }
 
+extension BridgeDirectionTests {
+    @Test("running, while one direction backs off, a wake reads the other once and rests (no busy loop)")
+    func backingOffDirectionDoesNotSpin() async throws {
+        let pair = try BridgeTests.Pair()
+        defer { pair.remove() }
+        var configuration = BridgeConfiguration()
+        configuration.retryBase = .seconds(3600)  // the failed direction waits for the whole test
+        configuration.pollInterval = .seconds(3600)  // only live events wake the bridge
+        let gate = PublishGate(pair.right.makeAdapter(for: "bridge"))
+        gate.closed = true
+        let lines = LogLines()
+        configuration.log = { lines.append($0) }
+        let bridge = try pair.bridge(towards: gate, configuration: configuration)
+        try await send(pair.alice, "alice 1", in: "room-left")
+        let running = Task { await bridge.run() }
+        #expect(await eventually { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
+        try await send(pair.bob, "bob 1", in: "room-right")
+        #expect(try await eventually { try await pair.messages(pair.left, "room-left", as: "alice").count == 2 })
+        await bridge.stop()
+        await running.value
+        // A wake reads the right side a page or two; a loop that kept going while left → right backs off reads it
+        // thousands of times by now.
+        #expect(gate.changeReads < 20, "the right side was read \(gate.changeReads) times")
+    }
+}
+
 /// A memory adapter whose publishes fail (retryably) while `closed`; everything else is delegated.
 final class PublishGate: ChatAdapter, Sendable {
     private let inner: MemoryAdapter
     private let state = Mutex(false)
+    private let reads = Mutex(0)
+    private let failure: SwitchboardError
 
-    init(_ inner: MemoryAdapter) {
+    /// How many change pages were read through the gate.
+    var changeReads: Int { reads.withLock { $0 } }
+
+    /// Wraps `inner`; a publish while closed throws `failure`.
+    init(_ inner: MemoryAdapter, failure: SwitchboardError = SwitchboardError(.transport, "the gate is closed", retryable: true)) {
         self.inner = inner
+        self.failure = failure
     }
 
     /// Whether publishes fail.
@@ -97,7 +130,7 @@ final class PublishGate: ChatAdapter, Sendable {
         try await inner.prepare(message, noSend: noSend)
     }
     func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        if closed { throw SwitchboardError(.transport, "the gate is closed", retryable: true) }
+        if closed { throw failure }
         return try await inner.publish(prepared)
     }
     func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
@@ -105,7 +138,8 @@ final class PublishGate: ChatAdapter, Sendable {
         try await inner.history(in: conversation, before: cursor, limit: limit)
     }
     func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
-        try await inner.changes(in: conversation, after: cursor, limit: limit)
+        reads.withLock { $0 += 1 }
+        return try await inner.changes(in: conversation, after: cursor, limit: limit)
     }
     func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
 }
