@@ -265,9 +265,11 @@ public actor Bridge {
                 configuration.log("bridging \(source.name) → \(target.name) failed: \(error)")
                 return PassResult(moved: false, hasMore: false)
             }
-            let delay = heldBack[source.backend]?.nextDelay ?? configuration.retryBase
+            let backoff = heldBack[source.backend]?.nextDelay ?? configuration.retryBase
+            // A server that said how long to wait (`Retry-After` on a 429 or 503) is waited for at least that long.
+            let delay = max(backoff, (error as? SwitchboardError)?.retryAfter ?? .zero)
             heldBack[source.backend] = Backoff(until: ContinuousClock.now + delay,
-                                               nextDelay: min(delay * 2, configuration.retryCap))
+                                               nextDelay: min(backoff * 2, configuration.retryCap))
             configuration.log("bridging \(source.name) → \(target.name) failed (retrying in \(delay); the other direction "
                               + "goes on): \(error)")
             return PassResult(moved: false, hasMore: false)
@@ -384,8 +386,9 @@ public actor Bridge {
                 delay = configuration.retryBase
             } catch {
                 stats.lastError = String(describing: error)
-                configuration.log("bridge pass failed (retrying in \(delay)): \(error)")
-                await pause(delay)
+                let wait = max(delay, (error as? SwitchboardError)?.retryAfter ?? .zero)
+                configuration.log("bridge pass failed (retrying in \(wait)): \(error)")
+                await pause(wait)
                 delay = min(delay * 2, configuration.retryCap)
                 continuation.yield()
             }

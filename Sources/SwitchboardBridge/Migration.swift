@@ -307,9 +307,10 @@ public actor Migration {
                     status = .failed
                     break
                 }
+                let wait = max(delay, (error as? SwitchboardError)?.retryAfter ?? .zero)
                 configuration.log("migration page failed (attempt \(attempt) of \(configuration.maxAttempts), "
-                                  + "retrying in \(delay)): \(error)")
-                try? await Task.sleep(for: delay)
+                                  + "retrying in \(wait)): \(error)")
+                try? await Task.sleep(for: wait)
                 delay = delay * 2
                 attempt += 1
             }

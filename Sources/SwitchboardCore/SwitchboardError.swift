@@ -61,12 +61,15 @@ public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertib
     public let message: String
     /// Whether retrying the same operation may succeed.
     public let isRetryable: Bool
+    /// How long the server asked to wait before a retry (its `Retry-After`), when it said.
+    public let retryAfter: Duration?
 
     /// Builds an error.
-    public init(_ code: Code, _ message: String, retryable: Bool = false) {
+    public init(_ code: Code, _ message: String, retryable: Bool = false, retryAfter: Duration? = nil) {
         self.code = code
         self.message = message
         self.isRetryable = retryable
+        self.retryAfter = retryAfter
     }
 
     /// `code: message`.

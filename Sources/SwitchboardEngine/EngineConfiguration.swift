@@ -63,7 +63,11 @@ public struct OutboxAttemptMachine: Sendable, Hashable {
         guard attempts < policy.maxAttempts else {
             return .fail(reason: "gave up after \(attempts) attempts: \(error.message)", retryable: true)
         }
-        let delay = policy.baseDelay(afterFailures: attempts) * (1 + policy.jitter * random)
+        var delay = policy.baseDelay(afterFailures: attempts) * (1 + policy.jitter * random)
+        if let asked = error.retryAfter {
+            // The server said how long to wait (`Retry-After`): never sooner.
+            delay = max(delay, Double(asked.components.seconds) + Double(asked.components.attoseconds) / 1e18)
+        }
         return .retry(at: now.addingTimeInterval(delay))
     }
 }

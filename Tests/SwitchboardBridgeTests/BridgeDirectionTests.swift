@@ -100,6 +100,28 @@ extension BridgeDirectionTests {
     }
 }
 
+extension BridgeDirectionTests {
+    @Test("running, a target that answers 429 with Retry-After is left alone that long, not the backoff's short delay")
+    func retryAfterIsHonoured() async throws {
+        let pair = try BridgeTests.Pair()
+        defer { pair.remove() }
+        var configuration = BridgeConfiguration()
+        configuration.retryBase = .milliseconds(10)
+        let lines = LogLines()
+        configuration.log = { lines.append($0) }
+        let gate = PublishGate(pair.right.makeAdapter(for: "bridge"),
+                               failure: SwitchboardError(.transport, "HTTP 429: slow down", retryable: true, retryAfter: .seconds(90)))
+        gate.closed = true
+        let bridge = try pair.bridge(towards: gate, configuration: configuration)
+        try await send(pair.alice, "alice 1", in: "room-left")
+        let running = Task { await bridge.run() }
+        #expect(await eventually { lines.all.contains { $0.contains("left → right failed (retrying in 90.0 seconds") } },
+                "\(lines.all)")
+        await bridge.stop()
+        await running.value
+    }
+}
+
 /// A memory adapter whose publishes fail (retryably) while `closed`; everything else is delegated.
 final class PublishGate: ChatAdapter, Sendable {
     private let inner: MemoryAdapter

@@ -157,4 +157,14 @@ struct OutboxAttemptMachineTests {
         let action = machine.publishFailed(SwitchboardError(.refused, "blocked"), now: now, random: 0)
         #expect(action == .fail(reason: "blocked", retryable: false))
     }
+
+    @Test("a server's Retry-After is waited for at least, never less than the policy's delay")
+    func retryAfterHonoured() {
+        let now = Date(timeIntervalSince1970: 1_000)
+        var machine = OutboxAttemptMachine(policy: RetryPolicy(), attempts: 0)
+        let limited = SwitchboardError(.transport, "HTTP 429", retryable: true, retryAfter: .seconds(120))
+        #expect(machine.publishFailed(limited, now: now, random: 0) == .retry(at: now.addingTimeInterval(120)))
+        let short = SwitchboardError(.transport, "HTTP 503", retryable: true, retryAfter: .milliseconds(1))
+        #expect(machine.publishFailed(short, now: now, random: 0) == .retry(at: now.addingTimeInterval(0.5 * 2)))
+    }
 }

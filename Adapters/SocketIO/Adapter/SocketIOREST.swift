@@ -120,9 +120,9 @@ final class SocketIOREST: Sendable {
         case (404, _): return SwitchboardError(.notFound, text)
         case (409, _): return SwitchboardError(.conflict, text)
         case (413, _): return SwitchboardError(.contentTooLarge, text)
-        case (408, _), (429, _): return SwitchboardError(.transport, text, retryable: true)
+        case (408, _), (429, _): return SwitchboardError(.transport, text, retryable: true, retryAfter: response.retryAfter())
         case (400..<500, _): return SwitchboardError(.invalidArgument, text)
-        default: return SwitchboardError(.transport, text, retryable: true)
+        default: return SwitchboardError(.transport, text, retryable: true, retryAfter: response.retryAfter())
         }
     }
 }

@@ -130,10 +130,12 @@ final class SupabaseREST: Sendable {
             return SwitchboardError(.conflict, text, retryable: true)
         case 413:
             return SwitchboardError(.contentTooLarge, text)
+        case 408, 429:
+            return SwitchboardError(.transport, text, retryable: true, retryAfter: response.retryAfter())
         case 400..<500:
             return SwitchboardError(.refused, text)
         default:
-            return SwitchboardError(.transport, text, retryable: true)
+            return SwitchboardError(.transport, text, retryable: true, retryAfter: response.retryAfter())
         }
     }
 

@@ -75,7 +75,7 @@ final class XMTPNodeClient: Sendable {
         } catch {
             throw SwitchboardError(.transport, "request to the XMTP node failed: \(error)", retryable: true)
         }
-        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body) }
+        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body, retryAfter: response.retryAfter()) }
         guard let json = JSONValue.parseOrNil(response.body) else {
             throw SwitchboardError(.transport, "the XMTP node answered \(path) with invalid JSON", retryable: true)
         }
@@ -135,7 +135,7 @@ final class XMTPNodeClient: Sendable {
         } catch {
             throw SwitchboardError(.transport, "upload failed: \(error)", retryable: true)
         }
-        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body) }
+        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body, retryAfter: response.retryAfter()) }
     }
 
     /// `GET`s a download URL (public, no token).
@@ -148,12 +148,13 @@ final class XMTPNodeClient: Sendable {
         } catch {
             throw SwitchboardError(.transport, "download failed: \(error)", retryable: true)
         }
-        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body) }
+        guard response.isSuccess else { throw Self.error(status: response.status, body: response.body, retryAfter: response.retryAfter()) }
         return response.body
     }
 
-    /// The core error for a failed node answer (`{"code","message","details"}`).
-    static func error(status: Int, body: Data) -> SwitchboardError {
+    /// The core error for a failed node answer (`{"code","message","details"}`); `retryAfter` is the answer's
+    /// `Retry-After`, kept on retryable errors.
+    static func error(status: Int, body: Data, retryAfter: Duration? = nil) -> SwitchboardError {
         let json = JSONValue.parseOrNil(body)
         let message = json?["message"]?.stringValue ?? String(decoding: body.prefix(200), as: UTF8.self)
         let text = "XMTP node HTTP \(status): \(message)"
@@ -163,9 +164,9 @@ final class XMTPNodeClient: Sendable {
         case 404: return SwitchboardError(.notFound, text)
         case 409: return SwitchboardError(.conflict, text)
         case 413: return SwitchboardError(.contentTooLarge, text)
-        case 429: return SwitchboardError(.transport, text, retryable: true)
+        case 429: return SwitchboardError(.transport, text, retryable: true, retryAfter: retryAfter)
         case 400..<500: return SwitchboardError(.invalidArgument, text)
-        default: return SwitchboardError(.transport, text, retryable: true)
+        default: return SwitchboardError(.transport, text, retryable: true, retryAfter: retryAfter)
         }
     }
 }
