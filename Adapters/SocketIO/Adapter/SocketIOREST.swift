@@ -77,16 +77,18 @@ final class SocketIOREST: Sendable {
         return (response.status, value)
     }
 
-    /// Sends `request` with the bearer token (same origin only); a non-2xx answer becomes a `SwitchboardError`.
+    /// Sends `request` with the bearer token (same origin only; none while the token is empty, as when registering);
+    /// a non-2xx answer becomes a `SwitchboardError`.
     func send(_ request: HTTPRequest, upload: Data? = nil, progress: (@Sendable (Double) -> Void)? = nil) async throws
         -> HTTPResponse {
         if faults?.isOffline(localUser) == true {
             throw SwitchboardError(.transport, "offline (injected)", retryable: true)
         }
         var request = request
-        if isSameOrigin(request.url) {
+        let token = currentToken
+        if isSameOrigin(request.url), !token.isEmpty {
             request.headers.remove("Authorization")
-            request.headers.add("Authorization", "Bearer \(currentToken)")
+            request.headers.add("Authorization", "Bearer \(token)")
         }
         let response: HTTPResponse
         do {

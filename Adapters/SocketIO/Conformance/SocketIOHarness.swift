@@ -24,17 +24,12 @@ public struct SocketIOHarness: ConformanceHarness {
 
     /// Registers `user` and returns its bearer token.
     public func register(_ user: UserID) async throws -> String {
-        let answer = try await post("/auth/register", body: ["userId": .string(user.rawValue)], token: nil)
-        guard let token = answer["token"]?.stringValue else {
-            throw SwitchboardError(.transport, "registering \(user): the answer has no token")
-        }
-        return token
+        try await SocketIOAccounts(baseURL: baseURL, http: http).register(user)
     }
 
     /// Creates conversation `id` as the user of `token` with `members` (the creator is always one).
     public func createConversation(_ id: ConversationID, members: [UserID], token: String) async throws {
-        let body: JSONValue = ["id": .string(id.rawValue), "members": .array(members.map { .string($0.rawValue) })]
-        _ = try await post("/conversations", body: body, token: token)
+        try await SocketIOAccounts(baseURL: baseURL, http: http).createConversation(id, members: members, token: token)
     }
 
     /// A new conversation of two new users on the server, and adapters for them sharing one fault injector.
@@ -63,21 +58,5 @@ public struct SocketIOHarness: ConformanceHarness {
     /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
     public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
         injector as? AdapterFaults
-    }
-
-    private func post(_ path: String, body: JSONValue, token: String?) async throws -> JSONValue {
-        var text = baseURL.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        guard let url = URL(string: text + path) else { throw SwitchboardError(.invalidArgument, "bad URL \(text + path)") }
-        var headers = HTTPHeaders()
-        headers.add("Content-Type", "application/json")
-        if let token { headers.add("Authorization", "Bearer \(token)") }
-        let response = try await http.send(HTTPRequest(method: .post, url: url, headers: headers,
-                                                       body: Data(body.serialized.utf8), timeout: .seconds(30)))
-        guard response.isSuccess, let answer = JSONValue.parseOrNil(response.body) else {
-            throw SwitchboardError(.transport, "POST \(path) failed: HTTP \(response.status) "
-                                   + String(decoding: response.body.prefix(300), as: UTF8.self))
-        }
-        return answer
     }
 }

@@ -57,11 +57,11 @@ final class XMTPNodeClient: Sendable {
         return URL(string: text + path) ?? baseURL
     }
 
-    /// A JSON `POST` to `path` with the bearer token.
+    /// A JSON `POST` to `path` with the bearer token (none when the token is empty: registration).
     func request(_ path: String, body: JSONValue, timeout: Duration? = .seconds(30)) -> HTTPRequest {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json")
-        headers.add("Authorization", "Bearer \(token)")
+        if !token.isEmpty { headers.add("Authorization", "Bearer \(token)") }
         return HTTPRequest(method: .post, url: url(path), headers: headers, body: Data(body.serialized.utf8), timeout: timeout)
     }
 

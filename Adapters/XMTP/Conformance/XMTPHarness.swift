@@ -75,34 +75,12 @@ public struct XMTPHarness: ConformanceHarness {
 
     /// Registers an inbox; returns its bearer token.
     public func register(_ inbox: UserID) async throws -> String {
-        let json = try await post("/identity/v1/register", ["inbox_id": .string(inbox.rawValue)], token: nil)
-        guard let token = json["token"]?.stringValue else {
-            throw SwitchboardError(.transport, "register answered without a token")
-        }
-        return token
+        try await XMTPNodeAccounts(baseURL: baseURL, http: http).register(inbox)
     }
 
     /// Creates a group whose creator is the token's inbox, with `members` added.
     public func createGroup(_ groupID: [UInt8], members: [UserID], token: String) async throws {
-        _ = try await post("/mls/v1/create-group", ["group_id": .string(Data(groupID).base64EncodedString()),
-                                                    "members": .array(members.map { .string($0.rawValue) })], token: token)
-    }
-
-    /// Posts JSON to the node (with a bearer token when given) and returns the parsed answer.
-    private func post(_ path: String, _ body: JSONValue, token: String?) async throws -> JSONValue {
-        var text = baseURL.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        guard let url = URL(string: text + path) else { throw SwitchboardError(.invalidArgument, "bad node URL \(text)") }
-        var headers = HTTPHeaders()
-        headers.add("Content-Type", "application/json")
-        if let token { headers.add("Authorization", "Bearer \(token)") }
-        let response = try await http.send(HTTPRequest(method: .post, url: url, headers: headers,
-                                                       body: Data(body.serialized.utf8), timeout: .seconds(30)))
-        guard response.isSuccess, let json = JSONValue.parseOrNil(response.body) else {
-            throw SwitchboardError(.transport, "\(path) failed: HTTP \(response.status) "
-                                   + String(decoding: response.body.prefix(300), as: UTF8.self))
-        }
-        return json
+        try await XMTPNodeAccounts(baseURL: baseURL, http: http).createGroup(groupID, members: members, token: token)
     }
 }
 
