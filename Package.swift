@@ -144,7 +144,10 @@ let package = Package(
                     path: "Tests/SocketIOAdapterTests"),
         .testTarget(name: "SwitchboardBenchTests", dependencies: ["SwitchboardBench", "SwitchboardCore"],
                     path: "Tests/SwitchboardBenchTests"),
-        .testTarget(name: "CommandLineTests", dependencies: ["TestSupport"], path: "Tests/CommandLineTests"),
+        .testTarget(name: "CommandLineTests",
+                    dependencies: ["TestSupport", "SwitchboardCore", "SwitchboardNet", "SupabaseServer", "SupabaseAdapter",
+                                   "SupabaseProtocol", "XMTPNode", "XMTPAdapter", "SocketIOServer", "SocketIOAdapter"],
+                    path: "Tests/CommandLineTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -117,6 +117,57 @@ enum CommandLineTool {
           --delete-window S       seconds after sending during which the sender may delete (default 7200)
           --verbose               log to standard error
 
+      supabase token            Print a signed HS256 JWT, as the Supabase-like server checks them: its anon key,
+                                its service_role key, or the access token of a user.
+          --jwt-secret S          the server's secret (or SWITCHBOARD_JWT_SECRET)
+          --role R                anon | service_role | authenticated
+          --user ID               the user the token stands for (its sub); required with authenticated
+          --expires S             lifetime in seconds, 1…315360000 (default 86400: a day)
+
+      supabase conversation create
+                                Create a conversation through the service role, with its members (and the
+                                attachments bucket, if missing); prints the conversation's ID (a UUID).
+          --url URL               the server's base URL (e.g. from `serve supabase`)
+          --jwt-secret S          the server's secret (or SWITCHBOARD_JWT_SECRET)
+          --title T               the conversation's title
+          --member ID             a member (repeat for each; at least one)
+
+      supabase conversation add-member
+                                Add members to a conversation through the service role (members already in it
+                                stay as they are).
+          --url URL --jwt-secret S
+          --conversation UUID     the conversation
+          --member ID             a member to add (repeat for each)
+
+      xmtp register             Register an inbox on the XMTP-like node; prints its bearer token.
+          --url URL               the node's base URL (e.g. from `serve xmtp`)
+          --inbox ID              the inbox to register
+
+      xmtp group create         Create a group as the token's inbox (a member) with a random ID; prints the group
+                                ID (32 hex) and a fresh random group secret (64 hex) on one line. The node never
+                                sees the secret: hand it to the members (e.g. an endpoint's groupSecret).
+          --url URL --token T     the node, and the creator's token from `xmtp register`
+          --member ID             another member (repeat for each; optional)
+
+      xmtp group add-member     Add inboxes to a group as the token's inbox (a member).
+          --url URL --token T --group HEX
+          --member ID             an inbox to add (repeat for each)
+
+      socketio register         Register a user on the Socket-style server; prints its bearer token.
+          --url URL               the server's base URL (e.g. from `serve socketio`)
+          --user ID               the user to register (1–128 of A–Z a–z 0–9 . _ @ : -)
+
+      socketio conversation create
+                                Create a conversation as the token's user (always a member); prints its ID.
+          --url URL --token T     the server, and the creator's token from `socketio register`
+          --conversation ID       its ID (default: a fresh room-…)
+          --member ID             another member (repeat for each; optional)
+
+      socketio conversation add-member
+                                Add users to a conversation as the token's user (a member).
+          --url URL --token T --conversation ID
+          --member ID             a user to add (repeat for each)
+
       bridge                    Bridge the conversation pairs of a JSON config between two adapters, both ways,
                                 exactly once in effect; each pair runs under a lease in the store, so several
                                 workers can share a PostgreSQL store and take over a dead worker's pairs.
@@ -278,6 +329,10 @@ enum CommandLineTool {
                 return try await MigrateCommand.run(rest)
             case "bench":
                 return try await BenchCommand.run(rest)
+            case "supabase":
+                return try await SupabaseCommand.run(rest)
+            case "socketio":
+                return try await SocketIOCommand.run(rest)
             default:
                 throw UsageError("unknown command '\(command)'")
             }

@@ -23,6 +23,11 @@ struct CommandHelpTests {
               (["xmtp", "message-id", "--help"], "xmtp message-id  ", "--content-hex H"),
               (["xmtp", "send", "--help"], "xmtp send  ", "--prepared B"),
               (["help", "migrate"], "migrate  ", "--batch-size N"),
+              (["supabase", "token", "--help"], "supabase token  ", "--expires S"),
+              (["supabase", "conversation", "create", "--help"], "supabase conversation create", "--title T"),
+              (["xmtp", "register", "--help"], "xmtp register  ", "--inbox ID"),
+              (["xmtp", "group", "add-member", "--help"], "xmtp group add-member  ", "--group HEX"),
+              (["socketio", "conversation", "add-member", "-h"], "socketio conversation add-member", "--conversation ID"),
           ])
     func commandHelp(arguments: [String], header: String, option: String) async throws {
         let result = try await Self.run(arguments)
@@ -42,6 +47,23 @@ struct CommandHelpTests {
         let attachment = try await Self.run(["xmtp", "attachment", "--help"])
         #expect(attachment.status == 0)
         #expect(attachment.stdout.hasPrefix("switchboard xmtp attachment — remote-attachment crypto"))
+    }
+
+    @Test("a setup group's --help lists each of its commands; --help lists them all", arguments: [
+        ("supabase", ["supabase token", "supabase conversation create", "supabase conversation add-member"]),
+        ("socketio", ["socketio register", "socketio conversation create", "socketio conversation add-member"]),
+    ])
+    func setupGroupHelp(group: String, commands: [String]) async throws {
+        let help = try await Self.run([group, "--help"])
+        #expect(help.status == 0)
+        let whole = try await Self.run(["--help"])
+        for command in commands {
+            #expect(help.stdout.contains("  \(command)"), "\(command) is not in: \(help.stdout)")
+            #expect(whole.stdout.contains("  \(command)"))
+        }
+        for command in ["xmtp register", "xmtp group create", "xmtp group add-member"] {
+            #expect(whole.stdout.contains("  \(command)"))
+        }
     }
 
     @Test("--help alone prints everything; unknown commands and missing values are still usage errors (exit 2)")
