@@ -249,6 +249,7 @@ enum CommandLineTool {
           --runs N                runs per figure (default 3 with --quick, else 5)
 
       help, --help              Show this text.
+      --version                 Print the version.
 
     Exit status: 0 on success, 1 on failure, 2 on a usage error.
     """
@@ -310,6 +311,10 @@ enum CommandLineTool {
             switch command {
             case "--help", "-h":
                 print(usage)
+                return 0
+            case "--version":
+                guard rest.isEmpty else { throw UsageError("--version takes no arguments") }
+                print("switchboard \(SwitchboardVersion.current)")
                 return 0
             case "help":
                 throw UsageError("no command '\(rest.joined(separator: " "))'")

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import Testing
 import TestSupport
 
@@ -61,9 +62,20 @@ struct CommandHelpTests {
             #expect(help.stdout.contains("  \(command)"), "\(command) is not in: \(help.stdout)")
             #expect(whole.stdout.contains("  \(command)"))
         }
-        for command in ["xmtp register", "xmtp group create", "xmtp group add-member"] {
+        for command in ["xmtp register", "xmtp group create", "xmtp group add-member", "--version"] {
             #expect(whole.stdout.contains("  \(command)"))
         }
+    }
+
+    @Test("--version prints the one version the sources keep; with anything after it, it is a usage error")
+    func version() async throws {
+        let result = try await Self.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout == "switchboard \(SwitchboardVersion.current)\n")
+        #expect(SwitchboardVersion.current.split(separator: ".").count == 3)
+        let extra = try await Self.run(["--version", "now"])
+        #expect(extra.status == 2)
+        #expect(extra.stderr.contains("--version takes no arguments"))
     }
 
     @Test("--help alone prints everything; unknown commands and missing values are still usage errors (exit 2)")
