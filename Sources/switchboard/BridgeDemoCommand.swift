@@ -18,9 +18,10 @@ import Glibc
 /// SIGKILLed mid-burst and restarted, then both timelines side by side, the ID map and a summary counted by
 /// querying both backends.
 enum BridgeDemoCommand {
-    /// Runs the demo; `--data-dir` keeps its files (default: a temporary folder, removed afterwards).
+    /// Runs the demo; `--data-dir` keeps its files (default: a temporary folder, removed afterwards), and so does
+    /// `--keep`, which also prints the bridge config the demo used.
     static func run(_ options: Arguments) async throws -> Int32 {
-        let keep = options.value("data-dir") != nil
+        let keep = options.value("data-dir") != nil || options.has("keep")
         let root = URL(fileURLWithPath: options.value("data-dir")
             ?? "/tmp/switchboard-demo-\(UUID().uuidString.prefix(8).lowercased())")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
@@ -46,6 +47,7 @@ enum BridgeDemoCommand {
             await supabase.stop()
             await node.stop()
             if !keep { try? FileManager.default.removeItem(at: root) }
+            if options.has("keep") { printKeptFiles(root) }
             writeLine(String(format: "\ndone in %.1f s", Date().timeIntervalSince(started)))
             return exit
         } catch {
@@ -175,6 +177,22 @@ enum BridgeDemoCommand {
         await alice.stop()
         await bob.stop()
         return exit
+    }
+
+    /// Where the kept files are and the bridge config the demo ran with (its secrets came from the environment).
+    private static func printKeptFiles(_ root: URL) {
+        let configURL = root.appendingPathComponent("bridge.json")
+        writeLine("\nkept \(root.path) (the bridge's store, log and local databases, both servers' data)")
+        guard let data = try? Data(contentsOf: configURL), let object = try? JSONSerialization.jsonObject(with: data),
+              let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys,
+                                                                                        .withoutEscapingSlashes]) else {
+            writeLine("the bridge config \(configURL.path) could not be read back")
+            return
+        }
+        writeLine("the bridge config it used, \(configURL.path):")
+        writeLine(String(decoding: pretty, as: UTF8.self))
+        writeLine("Its env: values (DEMO_XMTP_TOKEN, DEMO_GROUP_SECRET, DEMO_SUPABASE_ANON, DEMO_SUPABASE_TOKEN) were handed to "
+                  + "the bridge in its environment and are not stored; the servers stopped with the demo.")
     }
 
     /// Cryptographically random bytes.

@@ -57,10 +57,14 @@ enum CommandLineTool {
       switchboard <command> [options]
 
     COMMANDS
-      demo                      Run the engine on the in-memory backend and print a readable timeline:
-                                an optimistic send, a failure and retry, a three-attachment send with one
-                                failing, and a restart with in-flight messages restored.
-          --data-dir DIR          keep the demo's store there (default: a temporary folder)
+      demo                      Start both reference servers on loopback, bridge them with a `switchboard bridge`
+                                child (SIGKILLed mid-burst and restarted), send from both sides and print both
+                                timelines side by side, the ID map and a summary read back from both backends.
+          --data-dir DIR          keep the demo's files there (default: a temporary folder, removed afterwards)
+          --keep                  keep the temporary folder, and print the bridge config the demo used
+          --memory                run the engine alone on the in-memory backend instead and print a readable
+                                  timeline: an optimistic send, a failure and retry, a three-attachment send with
+                                  one failing, and a restart with in-flight messages restored
 
       conformance               Run the conformance kit against an adapter.
           --adapter A             memory | supabase | xmtp | socketio

@@ -48,8 +48,8 @@ actor TimelinePrinter {
 
 enum DemoCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
-        let arguments = try Arguments(raw, booleanFlags: ["memory"])
-        try arguments.check(allowed: ["data-dir", "memory"])
+        let arguments = try Arguments(raw, booleanFlags: ["memory", "keep"])
+        try arguments.check(allowed: ["data-dir", "memory", "keep"])
         if !arguments.has("memory") { return try await BridgeDemoCommand.run(arguments) }
         let directory = URL(fileURLWithPath: arguments.value("data-dir")
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-demo-\(UUID().uuidString)").path)
@@ -157,7 +157,8 @@ enum DemoCommand {
         writeLine("\nBackend rows: \(serverCopies); Bob's rows: \(bobCount); every message exactly once.")
         await aliceClient.stop()
         await bobClient.stop()
-        if arguments.value("data-dir") == nil { try? FileManager.default.removeItem(at: directory) }
+        if arguments.value("data-dir") == nil, !arguments.has("keep") { try? FileManager.default.removeItem(at: directory) }
+        if arguments.has("keep") { writeLine("\nkept \(directory.path)") }
         return serverCopies == bobCount ? 0 : 1
     }
 

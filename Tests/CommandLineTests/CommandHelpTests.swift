@@ -24,6 +24,7 @@ struct CommandHelpTests {
               (["xmtp", "message-id", "--help"], "xmtp message-id  ", "--content-hex H"),
               (["xmtp", "send", "--help"], "xmtp send  ", "--prepared B"),
               (["help", "migrate"], "migrate  ", "--batch-size N"),
+              (["demo", "--keep", "--help"], "demo  ", "--keep"),
               (["supabase", "token", "--help"], "supabase token  ", "--expires S"),
               (["supabase", "conversation", "create", "--help"], "supabase conversation create", "--title T"),
               (["xmtp", "register", "--help"], "xmtp register  ", "--inbox ID"),
