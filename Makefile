@@ -29,11 +29,12 @@ build: deps
 ## network suites run alone because their leak checks count the process's threads and descriptors.
 TEST_ENV := SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python
 TEST_GROUPS := \
-	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests|SwitchboardBenchTests|CommandLineTests)\.' \
+	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests|SwitchboardBenchTests)\.' \
 	'^(SupabaseProtocolTests|SupabaseServerTests|SupabaseAdapterTests)\.' \
 	'^(XMTPCodecTests|XMTPCryptoTests|XMTPNodeTests|XMTPAdapterTests)\.' \
 	'^(SocketIOProtocolTests|SocketIOServerTests|SocketIOAdapterTests)\.' \
-	'^SwitchboardBridgeTests\.'
+	'^SwitchboardBridgeTests\.' \
+	'^CommandLineTests\.'
 test: deps
 	$(SWIFT) build --build-tests
 	@for group in $(TEST_GROUPS); do \
