@@ -14,9 +14,13 @@ public final class PostgresConnection: Sendable {
     }
 
     private let handle: Mutex<Handle>
+    /// Where the server's notices go; lives as long as the `PGconn` that points at it.
+    private let notices: NoticeReceiver
 
     /// Connects with a `postgresql://` URL or a key=value string; errors never contain the password or the URL.
-    public init(url: String) throws {
+    /// The server's notices (`NOTICE:  schema "x" already exists, skipping`, warnings) go to `notices`, one message
+    /// at a time without its line break, and are dropped when it is nil: libpq would print them to standard error.
+    public init(url: String, notices: (@Sendable (String) -> Void)? = nil) throws {
         guard let connection = PQconnectdb(url) else {
             throw PostgresError(code: .connectionFailed, message: "libpq could not allocate a connection")
         }
@@ -25,6 +29,12 @@ public final class PostgresConnection: Sendable {
             PQfinish(connection)
             throw PostgresError(code: .connectionFailed, message: Self.redact(raw, connectionString: url))
         }
+        let receiver = NoticeReceiver(notices)
+        PQsetNoticeProcessor(connection, { context, message in
+            guard let context, let message else { return }
+            Unmanaged<NoticeReceiver>.fromOpaque(context).takeUnretainedValue().receive(String(cString: message))
+        }, Unmanaged.passUnretained(receiver).toOpaque())
+        self.notices = receiver
         handle = Mutex(Handle(connection: connection))
     }
 
@@ -245,5 +255,23 @@ public final class PostgresConnection: Sendable {
             }
         }
         return text
+    }
+}
+
+/// Hands the notices libpq reports on one connection to a handler (the context of its notice processor).
+private final class NoticeReceiver: Sendable {
+    /// The handler, or nil to drop notices.
+    private let handler: (@Sendable (String) -> Void)?
+
+    /// A receiver calling `handler`.
+    init(_ handler: (@Sendable (String) -> Void)?) {
+        self.handler = handler
+    }
+
+    /// Passes one notice on without its trailing line break.
+    func receive(_ message: String) {
+        guard let handler else { return }
+        let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !text.isEmpty { handler(text) }
     }
 }

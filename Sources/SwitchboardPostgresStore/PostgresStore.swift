@@ -27,16 +27,20 @@ public final class PostgresStore: LeaseStore {
     private static let connectionAttempts = 5
 
     /// Connects to the database at `url` (a `postgresql://` URL or a libpq key=value string) and creates or
-    /// migrates the Switchboard tables in `schema`; at most `maxConnections` connections are open at once.
+    /// migrates the Switchboard tables in `schema`; at most `maxConnections` connections are open at once. The
+    /// server's notices (such as `schema "switchboard" already exists, skipping`) go to `logger` at debug level,
+    /// from `postgres`.
     ///
     /// Throws `corruptStore` when the schema holds foreign tables or was written by a newer version, and a
     /// retryable `storage` error when the server cannot be reached. Errors never contain the URL or password.
-    public init(url: String, schema: String = "switchboard", maxConnections: Int = 4) throws {
+    public init(url: String, schema: String = "switchboard", maxConnections: Int = 4,
+                logger: any LogSink = SilentLogSink()) throws {
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw SwitchboardError(.invalidArgument, "a PostgreSQL schema name has 1 to 63 bytes and no NUL")
         }
         self.schema = schema
-        pool = PostgresConnectionPool(url: url, maxConnections: max(1, maxConnections))
+        pool = PostgresConnectionPool(url: url, maxConnections: max(1, maxConnections),
+                                      notices: { notice in logger.log(.debug, notice, source: "postgres") })
         let connection: PostgresConnection
         do {
             connection = try pool.checkOut()
@@ -180,14 +184,17 @@ final class PostgresConnectionPool: Sendable {
 
     /// The connection URL (never shown in errors).
     private let url: String
+    /// Where every connection's server notices go.
+    private let notices: @Sendable (String) -> Void
     /// Counts the connections that may still be lent.
     private let slots: DispatchSemaphore
     /// The idle connections and the closed flag.
     private let state = Mutex(State())
 
-    /// A pool for `url` lending at most `maxConnections` connections at once.
-    init(url: String, maxConnections: Int) {
+    /// A pool for `url` lending at most `maxConnections` connections at once, their notices sent to `notices`.
+    init(url: String, maxConnections: Int, notices: @escaping @Sendable (String) -> Void = { _ in }) {
         self.url = url
+        self.notices = notices
         slots = DispatchSemaphore(value: maxConnections)
     }
 
@@ -202,7 +209,7 @@ final class PostgresConnectionPool: Sendable {
                 return state.idle.popLast()
             }
             if let idle { return idle }
-            let connection = try PostgresConnection(url: url)
+            let connection = try PostgresConnection(url: url, notices: notices)
             // Every value crosses the wire as UTF-8, whatever the server's default client encoding.
             try connection.execute("SET client_encoding TO 'UTF8'")
             return connection
