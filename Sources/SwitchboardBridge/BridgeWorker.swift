@@ -6,13 +6,18 @@ import SwitchboardStore
 public struct BridgeWorkerPair: Sendable {
     /// The pair's name; its lease is `bridge:pair:<name>`.
     public var name: String
+    /// What the pair is configured as (for example a digest of its sides' settings): `reconfigure(pairs:)` restarts
+    /// a pair whose definition changed. Never logged.
+    public var definition: String
     /// Makes the two sides (adapters signed in as the bridge's accounts); called each time the worker takes the
     /// lease, so a worker that only stands by opens nothing.
     public var makeSides: @Sendable () async throws -> (a: BridgeSide, b: BridgeSide)
 
-    /// A pair from its name and side factory.
-    public init(name: String, makeSides: @escaping @Sendable () async throws -> (a: BridgeSide, b: BridgeSide)) {
+    /// A pair from its name, definition and side factory.
+    public init(name: String, definition: String = "",
+                makeSides: @escaping @Sendable () async throws -> (a: BridgeSide, b: BridgeSide)) {
         self.name = name
+        self.definition = definition
         self.makeSides = makeSides
     }
 }
@@ -29,8 +34,10 @@ public struct BridgeWorkerConfiguration: Sendable {
     public var stopGrace: Duration = .seconds(30)
     /// How many times `catchUpOnce` tries a failing pair.
     public var catchUpAttempts = 3
-    /// The bridges' tunables (its `log` is used for the worker's lines too).
+    /// The bridges' tunables; the worker gives each pair's bridge a `log` of its own that forwards to `logger`.
     public var bridge = BridgeConfiguration()
+    /// Where the worker's lines and its bridges' go, each from `pair <name>` (the pair it concerns).
+    public var logger: any LogSink = SilentLogSink()
 
     /// A configuration for the worker named `worker`.
     public init(worker: String) {
@@ -91,16 +98,37 @@ public struct BridgePairStatus: Sendable, Hashable {
 /// `run()` tries every pair's lease; a pair another worker holds is tried again every `leaseRetry`, so a surviving
 /// worker takes over a dead one's pairs once their leases expire. A held lease is renewed every third of its TTL;
 /// losing it (another worker took it over) stops that pair's bridge after the change it is bridging. `stop()`
-/// stops taking work, lets each bridge finish its current change, and releases the leases.
+/// stops taking work, lets each bridge finish its current change, and releases the leases. `reconfigure(pairs:)`
+/// replaces the pairs while `run()` goes on: added pairs start, removed ones stop the same way as under `stop()`,
+/// changed ones are stopped and started again, the others are left alone.
 public actor BridgeWorker {
+    /// One lease loop of a pair (`runPair`); a pair whose definition changes gets a new loop with a new generation.
+    private struct PairLoop: Sendable {
+        /// The pair as the loop runs it.
+        var pair: BridgeWorkerPair
+        /// Tells this loop apart from earlier and later loops of the same pair name.
+        var generation: Int
+    }
+
     /// The shared store (map, cursors, queue and leases).
     private let store: any LeaseStore
-    /// The pairs this worker may bridge.
-    private let pairs: [BridgeWorkerPair]
+    /// The pairs this worker may bridge, as configured now (`reconfigure(pairs:)` replaces them).
+    private var pairs: [BridgeWorkerPair]
     /// The tunables.
     private let configuration: BridgeWorkerConfiguration
     /// Set by `stop()`.
     private var stopping = false
+    /// Under `run()`: hands each loop to start to `run()`'s task group.
+    private var launcher: AsyncStream<PairLoop>.Continuation?
+    /// The generation of each pair's loop that has not ended yet, by pair name.
+    private var loops: [String: Int] = [:]
+    /// Loops told to end because their pair was removed or changed: each finishes its change in flight and releases
+    /// its lease.
+    private var retired: Set<Int> = []
+    /// Pairs to start as soon as the loop of the same name has ended (a changed pair, or one removed and added back).
+    private var replacements: [String: BridgeWorkerPair] = [:]
+    /// The last generation handed out.
+    private var generations = 0
     /// The running bridge of each pair this worker holds.
     private var bridges: [String: Bridge] = [:]
     /// Each pair's state and totals of bridges that already ended.
@@ -139,19 +167,67 @@ public actor BridgeWorker {
     /// `catchUpOnce()` then release their leases and return.
     public func stop() {
         stopping = true
+        launcher?.finish()
         for bridge in bridges.values {
             Task { await bridge.stop() }
         }
     }
 
-    /// Bridges every pair whose lease this worker can hold until `stop()`; returns once the bridges have stopped
-    /// and the leases are released.
+    /// Bridges every pair whose lease this worker can hold until `stop()` (including pairs `reconfigure(pairs:)`
+    /// adds meanwhile); returns once the bridges have stopped and the leases are released.
     public func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            for pair in pairs {
-                group.addTask { await self.runPair(pair) }
+        let (stream, continuation) = AsyncStream<PairLoop>.makeStream()
+        launcher = continuation
+        for pair in pairs { start(pair) }
+        if stopping { continuation.finish() }
+        await withDiscardingTaskGroup { group in
+            for await loop in stream {
+                group.addTask { await self.runPair(loop.pair, generation: loop.generation) }
             }
         }
+        launcher = nil
+    }
+
+    /// Replaces the pairs with `newPairs` and returns what that changes (see `BridgeReconfiguration`).
+    ///
+    /// Under `run()`: added pairs start; removed pairs finish the change in flight, release their leases and leave
+    /// the status; changed pairs are stopped that way and then started with their new definition; unchanged pairs
+    /// are not touched, so their work in flight goes on. Before `run()` it only replaces the pairs `run()` starts;
+    /// once the worker stops it changes nothing. Throws `invalidArgument` when two pairs share a name (nothing
+    /// changes then).
+    @discardableResult
+    public func reconfigure(pairs newPairs: [BridgeWorkerPair]) throws -> BridgeReconfiguration {
+        var names = Set<String>()
+        for pair in newPairs where !names.insert(pair.name).inserted {
+            throw SwitchboardError(.invalidArgument, "two pairs are named \(pair.name)")
+        }
+        let plan = BridgeReconfiguration(from: pairs, to: newPairs)
+        guard !stopping else { return plan }
+        pairs = newPairs
+        guard launcher != nil else {
+            statuses = Dictionary(uniqueKeysWithValues: newPairs.map {
+                ($0.name, statuses[$0.name] ?? BridgePairStatus(name: $0.name, state: .starting, stats: BridgeStats()))
+            })
+            return plan
+        }
+        let byName = Dictionary(uniqueKeysWithValues: newPairs.map { ($0.name, $0) })
+        for name in plan.removed + plan.changed {
+            replacements[name] = nil
+            guard let generation = loops[name] else { continue }
+            retired.insert(generation)
+            let why = plan.removed.contains(name) ? "removed from the config" : "its definition changed"
+            log(.info, pair: name, "\(why): finishing the change in flight, then releasing the lease")
+        }
+        for name in plan.added + plan.changed {
+            guard let pair = byName[name] else { continue }
+            if loops[name] != nil {
+                replacements[name] = pair
+            } else {
+                start(pair)
+            }
+        }
+        for name in plan.removed where loops[name] == nil { statuses[name] = nil }
+        return plan
     }
 
     /// Takes each pair's lease (waiting up to `leaseWait` for one another worker holds), catches the pair up once,
@@ -171,63 +247,90 @@ public actor BridgeWorker {
 
     // MARK: - One pair
 
-    /// The lease loop of one pair: take it when possible, bridge while holding it.
-    private func runPair(_ pair: BridgeWorkerPair) async {
+    /// Hands a new loop of `pair` to `run()` with a fresh status.
+    private func start(_ pair: BridgeWorkerPair) {
+        generations += 1
+        loops[pair.name] = generations
+        statuses[pair.name] = BridgePairStatus(name: pair.name, state: .starting, stats: BridgeStats())
+        launcher?.yield(PairLoop(pair: pair, generation: generations))
+    }
+
+    /// Whether the loop `generation` is to end: the worker stops, or its pair was removed or changed.
+    private func isEnding(_ generation: Int?) -> Bool {
+        stopping || generation.map(retired.contains) == true
+    }
+
+    /// The lease loop of one pair: take it when possible, bridge while holding it; ends when the worker stops or
+    /// the loop is retired, releasing the lease.
+    private func runPair(_ pair: BridgeWorkerPair, generation: Int) async {
         let lease = Self.leaseName(pair.name)
-        while !stopping {
+        while !isEnding(generation) {
             do {
                 if try store.acquireLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) {
-                    log("pair \(pair.name): took the lease as \(configuration.worker)")
-                    await bridgeWhileHolding(pair)
+                    log(.info, pair: pair.name, "took the lease as \(configuration.worker)")
+                    await bridgeWhileHolding(pair, generation: generation)
                     continue
                 }
                 let holder = try? store.leaseOwner(lease, now: Date())
                 if statuses[pair.name]?.state != .standby(holder: holder) {
-                    log("pair \(pair.name): lease held by \(holder ?? "another worker"); standing by")
+                    log(.info, pair: pair.name, "lease held by \(holder ?? "another worker"); standing by")
                 }
                 statuses[pair.name]?.state = .standby(holder: holder)
             } catch {
                 note(error, pair: pair.name, doing: "taking the lease")
             }
-            await pause(configuration.leaseRetry)
+            await pause(configuration.leaseRetry, generation: generation)
         }
         try? store.releaseLease(lease, owner: configuration.worker)
-        statuses[pair.name]?.state = .stopped
+        loopEnded(pair.name, generation: generation)
     }
 
-    /// Runs the pair's bridge while renewing its lease; returns when the lease is lost or the worker stops.
-    private func bridgeWhileHolding(_ pair: BridgeWorkerPair) async {
+    /// Bookkeeping after a pair's loop ended: starts its replacement, or drops the status of a removed pair.
+    private func loopEnded(_ name: String, generation: Int) {
+        let wasRetired = retired.remove(generation) != nil
+        if loops[name] == generation { loops[name] = nil }
+        if let next = replacements.removeValue(forKey: name), !stopping {
+            start(next)
+        } else if wasRetired, !pairs.contains(where: { $0.name == name }) {
+            statuses[name] = nil
+        } else {
+            statuses[name]?.state = .stopped
+        }
+    }
+
+    /// Runs the pair's bridge while renewing its lease; returns when the lease is lost or the loop ends.
+    private func bridgeWhileHolding(_ pair: BridgeWorkerPair, generation: Int) async {
         let lease = Self.leaseName(pair.name)
         let bridge: Bridge
         do {
             let sides = try await pair.makeSides()
-            bridge = try Bridge(a: sides.a, b: sides.b, store: store, configuration: configuration.bridge)
+            bridge = try Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
         } catch {
             // Let another worker try: this one cannot open the pair.
             note(error, pair: pair.name, doing: "opening the sides")
             try? store.releaseLease(lease, owner: configuration.worker)
-            await pause(configuration.leaseRetry)
+            await pause(configuration.leaseRetry, generation: generation)
             return
         }
         statuses[pair.name]?.state = .bridging
         bridges[pair.name] = bridge
-        if stopping { await bridge.stop() }
+        if isEnding(generation) { await bridge.stop() }
         let task = Task { await bridge.run() }
         var lastRenewal = Date()
-        while !stopping {
-            await pause(.milliseconds(Int64(configuration.leaseSeconds * 1000 / 3)))
-            if stopping { break }
+        while !isEnding(generation) {
+            await pause(.milliseconds(Int64(configuration.leaseSeconds * 1000 / 3)), generation: generation)
+            if isEnding(generation) { break }
             do {
                 if try store.renewLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) {
                     lastRenewal = Date()
                 } else {
-                    log("pair \(pair.name): lost the lease; stopping its bridge")
+                    log(.warning, pair: pair.name, "lost the lease; stopping its bridge")
                     break
                 }
             } catch {
                 note(error, pair: pair.name, doing: "renewing the lease")
                 if Date().timeIntervalSince(lastRenewal) >= configuration.leaseSeconds * 0.9 {
-                    log("pair \(pair.name): could not renew the lease in time; stopping its bridge")
+                    log(.warning, pair: pair.name, "could not renew the lease in time; stopping its bridge")
                     break
                 }
             }
@@ -237,9 +340,9 @@ public actor BridgeWorker {
         if let stats = statuses[pair.name]?.stats {
             statuses[pair.name]?.stats = Self.combine(stats, await bridge.currentStats)
         }
-        if stopping {
+        if isEnding(generation) {
             try? store.releaseLease(lease, owner: configuration.worker)
-            log("pair \(pair.name): stopped; lease released")
+            log(.info, pair: pair.name, "stopped; lease released")
         }
     }
 
@@ -269,7 +372,7 @@ public actor BridgeWorker {
         let bridge: Bridge
         do {
             let sides = try await pair.makeSides()
-            bridge = try Bridge(a: sides.a, b: sides.b, store: store, configuration: configuration.bridge)
+            bridge = try Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
         } catch {
             note(error, pair: pair.name, doing: "opening the sides")
             return "cannot open the sides: \(error)"
@@ -292,7 +395,7 @@ public actor BridgeWorker {
                 break
             } catch {
                 failure = String(describing: error)
-                log("pair \(pair.name): catch-up attempt \(attempt) failed: \(error)")
+                log(.warning, pair: pair.name, "catch-up attempt \(attempt) failed: \(error)")
                 if stopping { break }
                 await pause(delay)
                 delay = min(delay * 2, configuration.bridge.retryCap)
@@ -322,10 +425,10 @@ public actor BridgeWorker {
         watchdog.cancel()
     }
 
-    /// Sleeps for `delay`, waking early when the worker stops.
-    private func pause(_ delay: Duration) async {
+    /// Sleeps for `delay`, waking early when the worker stops (or the loop `generation` is retired).
+    private func pause(_ delay: Duration, generation: Int? = nil) async {
         let deadline = ContinuousClock.now + delay
-        while !stopping, ContinuousClock.now < deadline {
+        while !isEnding(generation), ContinuousClock.now < deadline {
             try? await Task.sleep(for: min(.milliseconds(100), deadline - ContinuousClock.now))
         }
     }
@@ -333,11 +436,30 @@ public actor BridgeWorker {
     /// Records and logs an error of the worker itself (not of a bridge pass).
     private func note(_ error: any Error, pair: String, doing: String) {
         statuses[pair]?.stats.lastError = "\(doing): \(error)"
-        log("pair \(pair): \(doing) failed: \(error)")
+        log(.warning, pair: pair, "\(doing) failed: \(error)")
     }
 
-    /// Writes a log line.
-    private func log(_ line: String) { configuration.bridge.log(line) }
+    /// Writes a line about `pair` to the logger.
+    private func log(_ level: LogLevel, pair: String, _ line: String) {
+        configuration.logger.log(level, line, source: "pair \(pair)")
+    }
+
+    /// The bridge tunables for `pair`: the worker's, with a `log` that sends the bridge's lines to the logger as
+    /// lines about the pair.
+    private func bridgeConfiguration(_ pair: String) -> BridgeConfiguration {
+        var bridge = configuration.bridge
+        let logger = configuration.logger, source = "pair \(pair)"
+        bridge.log = { line in logger.log(Self.level(ofBridgeLine: line), line, source: source) }
+        return bridge
+    }
+
+    /// The level of a line a bridge logged (bridges log plain text): a skipped change is debug, a failure a
+    /// warning, anything else info.
+    static func level(ofBridgeLine line: String) -> LogLevel {
+        if line.hasPrefix("skipping") { return .debug }
+        if line.contains(" failed") { return .warning }
+        return .info
+    }
 
     /// Earlier totals plus a bridge's counts (its queue size, lag and error are the current ones).
     private static func combine(_ earlier: BridgeStats, _ current: BridgeStats) -> BridgeStats {
