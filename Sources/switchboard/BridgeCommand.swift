@@ -4,6 +4,7 @@ import SwitchboardCore
 import SwitchboardNet
 import SwitchboardPostgresStore
 import SwitchboardStore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -41,6 +42,11 @@ import Glibc
 ///   both use the same adapter).
 ///
 /// Errors name the field (`pairs[0].b.url: must be an http(s) URL`) and exit with status 2.
+///
+/// Every log line (standard error) and status line (standard output) starts with the time in RFC 3339 UTC with
+/// milliseconds and its level, then names what it concerns: `2026-11-30T10:00:05.123Z info pair general: a→b 12, …`.
+/// The sides are named as in the config (`side a`, `side b`). SIGHUP reads the config again and applies it to the
+/// running worker (`reload`); SIGINT and SIGTERM finish the changes in flight, release the leases and exit 0.
 enum BridgeCommand {
     /// Parses the options and config, then runs the worker (or one catch-up).
     static func run(_ arguments: [String]) async throws -> Int32 {
@@ -48,68 +54,110 @@ enum BridgeCommand {
         let options = try Arguments(arguments, booleanFlags: ["catch-up-only", "verbose"])
         try options.check(allowed: ["config", "catch-up-only", "verbose"])
         guard let path = options.value("config"), !path.isEmpty else { throw UsageError("bridge needs --config FILE") }
+        // Caught from here on, so that no signal ends the process without the leases being released.
+        let signals = SignalWaiter(signals: [SIGINT, SIGTERM, SIGHUP])
         guard let config = try loadConfig(path) else { return 2 }
-        let verbose = options.has("verbose")
-        let log: @Sendable (String) -> Void = { line in
-            FileHandle.standardError.write(Data("bridge: \(line)\n".utf8))
-        }
+        let logger = CommandLogger(minimumLevel: options.has("verbose") ? .debug : .info)
         let store: any LeaseStore
         do {
-            store = try config.openStore()
+            store = try config.openStore(logger: logger)
         } catch {
             FileHandle.standardError.write(Data("switchboard: \(config.storeField): cannot open the store: \(error)\n".utf8))
             return 1
         }
 
         let http = HTTPClient()
-        let pairs = config.pairs.map { pair in
-            BridgeWorkerPair(name: pair.name) {
-                (a: BridgeSide(name: pair.a.adapter, adapter: try await pair.a.makeAdapter(http: http), conversation: pair.a.conversation),
-                 b: BridgeSide(name: pair.b.adapter, adapter: try await pair.b.makeAdapter(http: http), conversation: pair.b.conversation))
-            }
-        }
         var workerConfiguration = BridgeWorkerConfiguration(worker: config.worker)
         workerConfiguration.leaseSeconds = config.leaseSeconds
         workerConfiguration.leaseRetry = .seconds(min(2, max(0.2, config.leaseSeconds / 3)))
-        // Pass failures and lease changes are always logged; skipped changes only with --verbose.
-        let quiet: @Sendable (String) -> Void = { line in if !line.hasPrefix("skipping") { log(line) } }
-        workerConfiguration.bridge.log = verbose ? log : quiet
-        let worker = BridgeWorker(store: store, pairs: pairs, configuration: workerConfiguration)
+        workerConfiguration.logger = logger
+        let worker = BridgeWorker(store: store, pairs: config.pairs.map { $0.workerPair(http: http) },
+                                  configuration: workerConfiguration)
+        let running = RunningConfig(config)
+        let catchUpOnly = options.has("catch-up-only")
+        let workerSubject = "worker \(config.worker)"
 
-        let signals = SignalWaiter(signals: [SIGINT, SIGTERM])
         let signalTask = Task {
-            let signal = await signals.wait()
-            log("signal \(signal): finishing the changes in flight, then releasing the leases")
-            await worker.stop()
+            for await signal in signals.received {
+                if signal == SIGHUP {
+                    if catchUpOnly {
+                        logger.log(.info, "SIGHUP: a catch-up reads the config once; not reloading", source: workerSubject)
+                    } else {
+                        await reload(path: path, running: running, worker: worker, http: http, logger: logger)
+                    }
+                    continue
+                }
+                logger.log(.info, "\(signalName(signal)): finishing the changes in flight, then releasing the leases",
+                           source: workerSubject)
+                await worker.stop()
+                return
+            }
         }
         defer { signalTask.cancel() }
 
-        writeLine("bridge worker \(config.worker): \(config.pairs.count) pair\(config.pairs.count == 1 ? "" : "s"), "
-                  + "lease \(Self.seconds(config.leaseSeconds)), store \(config.storeDescription)"
-                  + (options.has("catch-up-only") ? ", catch-up only" : ""))
-        if options.has("catch-up-only") {
+        logger.status("bridge worker \(config.worker): \(config.pairs.count) pair\(config.pairs.count == 1 ? "" : "s"), "
+                      + "lease \(Self.seconds(config.leaseSeconds)), store \(config.storeDescription)"
+                      + (catchUpOnly ? ", catch-up only" : ""))
+        for pair in config.pairs { logger.log(.info, pair.sidesDescription, source: "pair \(pair.name)") }
+        if catchUpOnly {
             let failures = await worker.catchUpOnce(leaseWait: .seconds(2 * config.leaseSeconds + 2))
-            for status in await worker.status() { writeLine(status.line) }
+            for status in await worker.status() { logger.status(status.line) }
             for (name, failure) in failures.sorted(by: { $0.key < $1.key }) {
-                FileHandle.standardError.write(Data("switchboard: pair \(name) failed: \(failure)\n".utf8))
+                logger.log(.error, "failed: \(failure)", source: "pair \(name)")
             }
             closeStore(store)
             return failures.isEmpty ? 0 : 1
         }
 
-        let every = config.statusEverySeconds
         let reporter = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int64(every * 1000)))
+                try? await Task.sleep(for: .milliseconds(Int64(running.config.statusEverySeconds * 1000)))
                 if Task.isCancelled { return }
-                for status in await worker.status() { writeLine(status.line) }
+                for status in await worker.status() { logger.status(status.line) }
             }
         }
         await worker.run()
         reporter.cancel()
-        for status in await worker.status() { writeLine(status.line) }
+        for status in await worker.status() { logger.status(status.line) }
         closeStore(store)
         return 0
+    }
+
+    /// SIGHUP: reads the config at `path` again (off the cooperative pool) and applies it to the running worker —
+    /// pairs added are started, pairs removed stopped, pairs whose definition changed restarted, the rest left
+    /// running. A config that cannot be used (a mistake in it, or a change of the store, the worker's name or the
+    /// lease length, which need a restart) is refused with its path and field, and the running config stays.
+    static func reload(path: String, running: RunningConfig, worker: BridgeWorker, http: HTTPClient,
+                       logger: CommandLogger) async {
+        logger.log(.info, "SIGHUP: reloading \(path)", source: "config")
+        let new: BridgeConfigFile
+        do {
+            new = try await BlockingRunner(label: "switchboard.bridge.config").run { try BridgeConfigFile.load(path: path) }
+            try running.config.checkReload(to: new)
+        } catch {
+            logger.log(.error, "reload refused: \(path): \(error); the running config stays", source: "config")
+            return
+        }
+        do {
+            let plan = try await worker.reconfigure(pairs: new.pairs.map { $0.workerPair(http: http) })
+            running.config = new
+            logger.log(.info, "reloaded \(path): \(plan.summary)", source: "config")
+            for pair in new.pairs where plan.added.contains(pair.name) || plan.changed.contains(pair.name) {
+                logger.log(.info, pair.sidesDescription, source: "pair \(pair.name)")
+            }
+        } catch {
+            logger.log(.error, "reload refused: \(path): \(error); the running config stays", source: "config")
+        }
+    }
+
+    /// `SIGTERM`, `SIGINT`, `SIGHUP`, else `signal N`.
+    static func signalName(_ signal: Int32) -> String {
+        switch signal {
+        case SIGTERM: "SIGTERM"
+        case SIGINT: "SIGINT"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(signal)"
+        }
     }
 
     /// The config at `path`, or nil after printing what is wrong with it (the caller exits 2).
@@ -137,7 +185,7 @@ enum BridgeCommand {
 /// A parsed and checked `switchboard bridge` config file.
 struct BridgeConfigFile: Sendable {
     /// Where the store lives.
-    enum StoreLocation: Sendable {
+    enum StoreLocation: Sendable, Equatable {
         /// A SQLite file (absolute path).
         case sqlite(String)
         /// A PostgreSQL URL and schema.
@@ -181,11 +229,22 @@ struct BridgeConfigFile: Sendable {
         }
     }
 
-    /// Opens the store.
-    func openStore() throws -> any LeaseStore {
+    /// Opens the store; a PostgreSQL store's notices go to `logger` (at debug level).
+    func openStore(logger: any LogSink = SilentLogSink()) throws -> any LeaseStore {
         switch store {
         case .sqlite(let path): return try SQLiteStore(path: path)
-        case .postgres(let url, let schema): return try PostgresStore(url: url, schema: schema)
+        case .postgres(let url, let schema): return try PostgresStore(url: url, schema: schema, logger: logger)
+        }
+    }
+
+    /// Refuses (with a `ConfigError` naming the field) a reloaded config `new` that changes what a running worker
+    /// keeps until it restarts: its store, its name and its lease length.
+    func checkReload(to new: BridgeConfigFile) throws {
+        let restart = "cannot change while the bridge runs; restart it for that"
+        if new.store != store { throw ConfigError(new.storeField, "\(restart) (the running store is \(storeDescription))") }
+        if new.worker != worker { throw ConfigError("worker", "\(restart) (running as \(worker))") }
+        if new.leaseSeconds != leaseSeconds {
+            throw ConfigError("leaseSeconds", "\(restart) (running with \(BridgeCommand.seconds(leaseSeconds)))")
         }
     }
 
@@ -291,5 +350,79 @@ struct BridgeConfigFile: Sendable {
         guard let number = value.doubleValue, number.isFinite else { throw ConfigError(field, "must be a number of seconds") }
         guard number >= minimum else { throw ConfigError(field, "must be at least \(minimum) (got \(number))") }
         return number
+    }
+}
+
+extension BridgeConfigFile.Pair {
+    /// A digest of everything that defines the pair (both endpoints, secrets included), so that a reload restarts
+    /// the pair when any of it changes; never shown.
+    var definition: String {
+        var text = ""
+        for (side, endpoint) in [("a", a), ("b", b)] {
+            text += "\(side)\u{0}\(endpoint.adapter)\u{0}\(endpoint.url.absoluteString)\u{0}\(endpoint.conversation.rawValue)\u{0}"
+                + "\(endpoint.user.rawValue)\u{0}"
+            for key in endpoint.fields.keys.sorted() { text += "\(key)\u{0}\(endpoint.fields[key] ?? "")\u{0}" }
+        }
+        return Digest.sha256Hex(Array(text.utf8))
+    }
+
+    /// `side a: socketio at http://127.0.0.1:8080, conversation room.1; side b: …` (no secrets).
+    var sidesDescription: String {
+        "side a: \(a.publicDescription); side b: \(b.publicDescription)"
+    }
+
+    /// The pair as the worker runs it: sides named `side a` and `side b` as in the config, signed in each time the
+    /// worker takes the lease.
+    func workerPair(http: HTTPClient) -> BridgeWorkerPair {
+        let a = self.a, b = self.b
+        return BridgeWorkerPair(name: name, definition: definition) {
+            (a: try await Self.open(a, side: "a", http: http), b: try await Self.open(b, side: "b", http: http))
+        }
+    }
+
+    /// The side `side` of a pair, signed in; a failure keeps its code and names the side and its endpoint.
+    private static func open(_ endpoint: AdapterEndpoint, side: String, http: HTTPClient) async throws -> BridgeSide {
+        do {
+            return BridgeSide(name: "side \(side)", adapter: try await endpoint.makeAdapter(http: http),
+                              conversation: endpoint.conversation)
+        } catch {
+            let wrapped = SwitchboardError.wrapping(error)
+            throw SwitchboardError(wrapped.code, "side \(side) (\(endpoint.adapter) at \(endpoint.publicURL)): \(wrapped.message)",
+                                   retryable: wrapped.isRetryable)
+        }
+    }
+}
+
+extension AdapterEndpoint {
+    /// The server's URL without user information, query or fragment.
+    var publicURL: String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.host ?? "?" }
+        components.user = nil
+        components.password = nil
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? url.host ?? "?"
+    }
+
+    /// `socketio at http://127.0.0.1:8080, conversation room.1` (no secrets).
+    var publicDescription: String {
+        "\(adapter) at \(publicURL), conversation \(conversation.rawValue)"
+    }
+}
+
+/// The config a running bridge works with, replaced by each accepted reload.
+final class RunningConfig: Sendable {
+    /// The config.
+    private let current: Mutex<BridgeConfigFile>
+
+    /// Starts with `config`.
+    init(_ config: BridgeConfigFile) {
+        current = Mutex(config)
+    }
+
+    /// The config now.
+    var config: BridgeConfigFile {
+        get { current.withLock { $0 } }
+        set { current.withLock { $0 = newValue } }
     }
 }

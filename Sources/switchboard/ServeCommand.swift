@@ -109,10 +109,13 @@ enum ServeCommand {
     }
 }
 
-/// Turns the first of a set of signals into an awaitable value; the default action is disabled while waiting.
+/// Turns a set of signals into awaitable values; their default action (ending the process) is disabled from `init` on.
 final class SignalWaiter {
     private let stream: AsyncStream<Int32>
     private let sources: [any DispatchSourceSignal]
+
+    /// Every signal caught, in order (for one consumer; `wait()` is another).
+    var received: AsyncStream<Int32> { stream }
 
     /// Starts catching `signals`.
     init(signals: [Int32]) {
@@ -127,7 +130,7 @@ final class SignalWaiter {
         }
     }
 
-    /// The first signal received.
+    /// The first signal received (0 when the waiting task is cancelled first).
     func wait() async -> Int32 {
         for await number in stream { return number }
         return 0

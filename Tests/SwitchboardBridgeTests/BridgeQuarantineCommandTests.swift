@@ -40,7 +40,7 @@ struct BridgeQuarantineCommandTests {
         let run = try await servers.switchboard(["bridge", "--config", servers.configPath, "--catch-up-only"])
         #expect(run.status == 0, "catch-up-only exited \(run.status): \(run.stderr.suffix(2000))")
         #expect(run.stdout.contains("quarantined 1"), "\(run.stdout)")
-        #expect(run.stderr.contains("quarantined supabase message \(refusedID)"), "\(run.stderr.suffix(2000))")
+        #expect(run.stderr.contains("quarantined side b message \(refusedID)"), "\(run.stderr.suffix(2000))")
         let room = try await servers.erinAdapter().allMessages(in: servers.room)
         #expect(room.map(\.text) == ["fits", "after it"], "the pair went on past the refused message")
 
@@ -73,7 +73,7 @@ struct BridgeQuarantineCommandTests {
         #expect(QuarantineLine(list.stdout)?.text.contains("(retry requested)") == true, "\(list.stdout)")
         let again = try await servers.switchboard(["bridge", "--config", servers.configPath, "--catch-up-only"])
         #expect(again.status == 0, "\(again.stderr.suffix(2000))")
-        #expect(again.stderr.contains("quarantined supabase message \(refusedID)"),
+        #expect(again.stderr.contains("quarantined side b message \(refusedID)"),
                 "the retry was tried: \(again.stderr.suffix(2000))")
         list = try await servers.quarantine(["list"])
         #expect(list.stdout.contains("pair general: 1 quarantined"), "\(list.stdout)")
