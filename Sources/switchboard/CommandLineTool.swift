@@ -176,13 +176,20 @@ enum CommandLineTool {
                                 exactly once in effect; each pair runs under a lease in the store, so several
                                 workers can share a PostgreSQL store and take over a dead worker's pairs.
                                 Prints a status line per pair every statusEverySeconds; SIGTERM/SIGINT finish
-                                the changes in flight, release the leases and exit 0.
+                                the changes in flight, release the leases and exit 0. SIGHUP reloads the config:
+                                pairs added start, pairs removed finish their change in flight and release their
+                                leases, changed pairs restart, the others run on; a config with a mistake (or a
+                                new store, worker or leaseSeconds) is refused, naming the file and the field, and
+                                the running one stays.
           --config FILE           the config (store, worker, leaseSeconds, statusEverySeconds, pairs); see README
           --catch-up-only         take the leases, sync each pair once, print the status, exit (1 if a pair failed)
-          --verbose               log every skipped change too (to standard error)
-        Status lines count copies, updates, waiting operations, quarantined changes and key collisions; lag is
-        the age of the oldest change read and not yet bridged. A change no retry can bridge (a refusal of the
-        other side, a key it cannot place) is quarantined and the pair goes on:
+          --verbose               also log debug lines: skipped changes, PostgreSQL notices
+        Every line starts with the time (RFC 3339, UTC, milliseconds) and the level, then names the pair and
+        side (as in the config) it concerns: 2026-11-30T10:00:05.123Z info pair general: a→b 12, b→a 7, …
+        (status lines on standard output, log lines on standard error). Status lines count copies, updates,
+        waiting operations, quarantined changes and key collisions; lag is the age of the oldest change read
+        and not yet bridged. A change no retry can bridge (a refusal of the other side, a key it cannot place)
+        is quarantined and the pair goes on:
 
       bridge quarantine list|retry|drop --config FILE [--pair NAME] [ID...]
                                 List the quarantined changes of each pair (number, time, source, kind, ID,
