@@ -453,10 +453,11 @@ public actor BridgeWorker {
         return bridge
     }
 
-    /// The level of a line a bridge logged (bridges log plain text): a skipped change is debug, a failure a
-    /// warning, anything else info.
+    /// The level of a line a bridge logged (bridges log plain text): a skipped change is debug, work stopped for
+    /// good an error, a failure a warning, anything else info.
     static func level(ofBridgeLine line: String) -> LogLevel {
         if line.hasPrefix("skipping") { return .debug }
+        if line.contains("no retry can fix") { return .error }
         if line.contains(" failed") { return .warning }
         return .info
     }
