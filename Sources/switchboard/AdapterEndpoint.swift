@@ -23,6 +23,7 @@ import XMTPAdapter
 /// `socketio` fields: `url` (the server's base URL), `conversation` (its ID, 1–128 of `[A-Za-z0-9._@:-]`, case
 /// kept), `user` (the account the token belongs to), `token` (its bearer token from `POST /auth/register`),
 /// optional `backend` (the backend ID in ID mappings, default `socketio`).
+/// Each kind takes only its own fields (`knownFields`); an unknown one, such as a misspelt secret, is an error.
 /// Any string value may be `env:NAME` to read it from the environment, so secrets stay out of files and
 /// command lines. Errors name the field (`pairs[0].a.url: ...`).
 struct AdapterEndpoint: Sendable {
@@ -40,10 +41,26 @@ struct AdapterEndpoint: Sendable {
     /// The fields that only signing in uses.
     static let secretFields: Set<String> = ["apiKey", "accessToken", "password", "token", "groupSecret"]
 
+    /// Every field an endpoint of each adapter kind may have; any other is refused, as at the config's top level.
+    static let knownFields: [String: Set<String>] = [
+        "supabase": ["adapter", "url", "conversation", "backend", "user", "apiKey", "accessToken", "email", "password"],
+        "xmtp": ["adapter", "url", "conversation", "backend", "inbox", "token", "groupSecret", "database"],
+        "socketio": ["adapter", "url", "conversation", "backend", "user", "token"],
+    ]
+
     /// Parses one endpoint object; `path` prefixes error messages. With `needsSecrets` false (a command that never
     /// signs in) a secret field naming an environment variable that is not set is accepted unread.
     static func parse(_ json: JSONValue, path: String, baseDirectory: URL, needsSecrets: Bool = true) throws -> AdapterEndpoint {
         guard let object = json.objectValue else { throw ConfigError(path, "must be an object") }
+        // A misspelt field (`acessToken`, `groupsecret`) must not pass unnoticed: once the kind is known, every
+        // field is checked against it before any value is read.
+        if let text = object["adapter"]?.stringValue, let adapter = try? resolve(text, path: "\(path).adapter"),
+           let known = knownFields[adapter] {
+            for key in object.keys.sorted() where !known.contains(key) {
+                throw ConfigError("\(path).\(key)", "unknown field for a \(adapter) endpoint "
+                                  + "(expected \(known.sorted().joined(separator: ", ")))")
+            }
+        }
         var fields: [String: String] = [:]
         var unread: Set<String> = []
         for (key, value) in object {
@@ -60,7 +77,7 @@ struct AdapterEndpoint: Sendable {
             return value
         }
         let adapter = try required("adapter")
-        guard ["supabase", "xmtp", "socketio"].contains(adapter) else {
+        guard knownFields[adapter] != nil else {
             throw ConfigError("\(path).adapter", "must be supabase, xmtp or socketio (got \(adapter))")
         }
         let urlText = try required("url")
@@ -100,7 +117,7 @@ struct AdapterEndpoint: Sendable {
             let database = try required("database")
             fields["database"] = database.hasPrefix("/") ? database : baseDirectory.appendingPathComponent(database).path
         }
-        let user = fields["user"] ?? fields["inbox"] ?? ""
+        let user = (adapter == "xmtp" ? fields["inbox"] : fields["user"]) ?? ""
         // With email and password the user is whoever the sign-in names (checked against `user` when both are given).
         guard !user.isEmpty || fields["email"] != nil else {
             throw ConfigError("\(path).\(adapter == "xmtp" ? "inbox" : "user")", "is required")
