@@ -183,8 +183,35 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
 public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, e.g. "invalid literal at offset 3".
     public let message: String
+    /// What is wrong without where, e.g. "invalid literal".
+    public let reason: String
+    /// The offset, in UTF-8 bytes from the start of the text, where reading stopped.
+    public let offset: Int
+
+    /// An error for `reason` at byte `offset`.
+    public init(_ reason: String, offset: Int) {
+        self.reason = reason
+        self.offset = offset
+        message = "\(reason) at offset \(offset)"
+    }
+
     /// The message.
     public var description: String { message }
+
+    /// The 1-based line and column (in characters) of `offset` in `text`, the text that was parsed: what a person
+    /// looking at the file in an editor needs.
+    public func position(in text: String) -> (line: Int, column: Int) {
+        let before = text.utf8.prefix(offset)
+        let line = before.reduce(1) { $1 == 0x0A ? $0 + 1 : $0 }
+        let lineStart = before.lastIndex(of: 0x0A).map { before.index(after: $0) } ?? before.startIndex
+        return (line, String(decoding: before[lineStart...], as: UTF8.self).count + 1)
+    }
+
+    /// `reason at line L, column C` for `text`, the text that was parsed.
+    public func locatedMessage(in text: String) -> String {
+        let (line, column) = position(in: text)
+        return "\(reason) at line \(line), column \(column)"
+    }
 }
 
 extension JSONValue {
@@ -265,7 +292,7 @@ private struct JSONReader {
     let maximumDepth: Int
     var index = 0
 
-    func fail(_ what: String) -> JSONParseError { JSONParseError(message: "\(what) at offset \(index)") }
+    func fail(_ what: String) -> JSONParseError { JSONParseError(what, offset: index) }
 
     mutating func skipWhitespace() {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D

@@ -143,12 +143,12 @@ struct AdapterEndpoint: Sendable {
         return try parse(json, path: option, baseDirectory: base)
     }
 
-    /// Parses JSON text, naming `path` in the error.
+    /// Parses JSON text, naming `path` and the line and column of a syntax error.
     static func parseJSON(_ text: String, path: String) throws -> JSONValue {
         do {
             return try JSONValue.parse(text)
         } catch {
-            throw ConfigError(path, "is not valid JSON: \(error)")
+            throw ConfigError(path, "is not valid JSON: \(error.locatedMessage(in: text))")
         }
     }
 

@@ -63,4 +63,22 @@ struct EndpointConfigTests {
             #expect(!result.stderr.contains("unknown field"), "\(result.stderr)")
         }
     }
+
+    @Test("a JSON syntax error in a bridge config or a migrate endpoint file is reported by line and column")
+    func syntaxErrorPosition() async throws {
+        try await Self.withFolder { folder in
+            let config = folder.appendingPathComponent("bridge.json")
+            try Data("{\n  \"store\": {\"sqlite\": \"b.sqlite\"},\n  \"pairs\": [\n    {\"name\": \"x\",, }\n  ]\n}\n".utf8).write(to: config)
+            let bridge = try await Self.run(["bridge", "--config", config.path])
+            #expect(bridge.status == 2)
+            #expect(bridge.stderr.contains("config: is not valid JSON: expected key at line 4, column 18"), "\(bridge.stderr)")
+            #expect(!bridge.stderr.contains("offset"), "\(bridge.stderr)")
+
+            let endpoint = folder.appendingPathComponent("from.json")
+            try Data("{\n\t\"adapter\": \"xmtp\",\n\t\"url\": \"http://127.0.0.1:9\"\n\t\"inbox\": \"m\"\n}".utf8).write(to: endpoint)
+            let migrate = try await Self.run(["migrate", "--from", endpoint.path, "--to", "{\(Self.supabase)}"])
+            #expect(migrate.status == 2)
+            #expect(migrate.stderr.contains("--from: is not valid JSON: expected ',' or '}' at line 4, column 2"), "\(migrate.stderr)")
+        }
+    }
 }
