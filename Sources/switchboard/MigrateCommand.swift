@@ -90,8 +90,7 @@ enum MigrateCommand {
         let stopSignal = Atomic<Int32>(0)
         let waiter = SignalWaiter(signals: [SIGINT, SIGTERM])
         let watcher = Task {
-            let number = await waiter.wait()
-            guard number != 0 else { return }
+            guard let number = await waiter.wait() else { return }
             stopSignal.store(number, ordering: .releasing)
             FileHandle.standardError.write(Data("\nswitchboard migrate: signal \(number), stopping after the message in flight\n".utf8))
             await migration.stop()

@@ -93,8 +93,9 @@ enum ServeCommand {
             throw error
         }
         writeLine("listening on http://\(host):\(port)")
-        let signal = await stopSignal.wait()
-        FileHandle.standardError.write(Data("switchboard: signal \(signal), stopping\n".utf8))
+        if let signal = await stopSignal.wait() {
+            FileHandle.standardError.write(Data("switchboard: signal \(signal), stopping\n".utf8))
+        }
         await stop()
         return 0
     }
@@ -130,9 +131,9 @@ final class SignalWaiter {
         }
     }
 
-    /// The first signal received (0 when the waiting task is cancelled first).
-    func wait() async -> Int32 {
+    /// The first signal received, or nil when the waiting task is cancelled first (no signal came).
+    func wait() async -> Int32? {
         for await number in stream { return number }
-        return 0
+        return nil
     }
 }
