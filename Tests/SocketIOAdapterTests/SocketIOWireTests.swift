@@ -1,6 +1,7 @@
 import Foundation
 import SocketIOAdapter
 import SwitchboardCore
+import SwitchboardNet
 import Testing
 @testable import SocketIOAdapter
 
@@ -27,6 +28,16 @@ struct SocketIOWireTests {
         #expect(message.attachments.first?.remoteLocation == "http://h/files/abc")
         #expect(abs(message.sentAt.timeIntervalSince1970 - 1_796_032_800.123) < 0.0005)
         #expect(SocketIOWire.version(Self.object) == 57)
+    }
+
+    @Test("a refusal whose body ends in a newline (or spans lines) stays on the error's one line", arguments: [
+        (404, "not found\n", "HTTP 404: not found"),
+        (400, #"{"error":{"code":"invalid","message":"text\nmissing"}}"# + "\n", "HTTP 400 invalid: text missing"),
+    ])
+    func errorOnOneLine(status: Int, body: String, expected: String) {
+        let error = SocketIOREST.error(for: HTTPResponse(status: status, body: Data(body.utf8)))
+        #expect(error.message == expected)
+        #expect(!error.description.contains("\n"))
     }
 
     @Test("RFC 3339 timestamps parse with and without fractions and offsets; malformed ones do not")

@@ -110,7 +110,8 @@ final class SocketIOREST: Sendable {
     static func error(for response: HTTPResponse) -> SwitchboardError {
         let body = JSONValue.parseOrNil(response.body)
         let code = body?["error"]?["code"]?.stringValue ?? ""
-        let message = body?["error"]?["message"]?.stringValue ?? String(decoding: response.body.prefix(200), as: UTF8.self)
+        let message = body?["error"]?["message"]?.stringValue.map { ServerErrorText.oneLine($0) }
+            ?? ServerErrorText.oneLine(response.body)
         let text = "HTTP \(response.status)\(code.isEmpty ? "" : " \(code)"): \(message)"
         switch (response.status, code) {
         case (401, _): return SwitchboardError(.unauthorized, text, retryable: true)

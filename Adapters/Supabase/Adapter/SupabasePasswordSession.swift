@@ -66,7 +66,8 @@ public actor SupabasePasswordSession {
         let response = try await http.send(request)
         let json = JSONValue.parseOrNil(response.body)
         guard response.isSuccess, let json else {
-            let message = json?["msg"]?.stringValue ?? json?["message"]?.stringValue ?? "HTTP \(response.status)"
+            let message = (json?["msg"]?.stringValue ?? json?["message"]?.stringValue).map { ServerErrorText.oneLine($0) }
+                ?? "HTTP \(response.status): \(ServerErrorText.oneLine(response.body))"
             let code: SwitchboardError.Code = (400..<500).contains(response.status) ? .unauthorized : .transport
             throw SwitchboardError(code, "sign-in as \(email) failed: \(message)")
         }

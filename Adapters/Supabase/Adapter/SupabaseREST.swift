@@ -112,7 +112,7 @@ final class SupabaseREST: Sendable {
     static func error(for response: HTTPResponse) -> SwitchboardError {
         let body = JSONValue.parseOrNil(response.body)
         let code = body?["code"]?.stringValue ?? ""
-        let message = body?["message"]?.stringValue ?? String(decoding: response.body.prefix(200), as: UTF8.self)
+        let message = body?["message"]?.stringValue.map { ServerErrorText.oneLine($0) } ?? ServerErrorText.oneLine(response.body)
         let text = "HTTP \(response.status)\(code.isEmpty ? "" : " \(code)"): \(message)"
         switch response.status {
         case 401:

@@ -62,7 +62,7 @@ public struct SupabaseServiceClient: Sendable {
         // `{"statusCode":"409","error":"Duplicate",..}` for an existing bucket, "403" for a token it refuses.
         let json = JSONValue.parseOrNil(response.body)
         let status = json?["statusCode"]?.stringValue.flatMap { Int($0) } ?? response.status
-        let message = json?["message"]?.stringValue ?? String(decoding: response.body.prefix(200), as: UTF8.self)
+        let message = json?["message"]?.stringValue.map { ServerErrorText.oneLine($0) } ?? ServerErrorText.oneLine(response.body)
         let text = "storage HTTP \(status): \(message)"
         switch status {
         case 409: return

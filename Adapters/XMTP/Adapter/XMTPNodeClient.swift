@@ -156,7 +156,7 @@ final class XMTPNodeClient: Sendable {
     /// `Retry-After`, kept on retryable errors.
     static func error(status: Int, body: Data, retryAfter: Duration? = nil) -> SwitchboardError {
         let json = JSONValue.parseOrNil(body)
-        let message = json?["message"]?.stringValue ?? String(decoding: body.prefix(200), as: UTF8.self)
+        let message = json?["message"]?.stringValue.map { ServerErrorText.oneLine($0) } ?? ServerErrorText.oneLine(body)
         let text = "XMTP node HTTP \(status): \(message)"
         switch status {
         case 401: return SwitchboardError(.unauthorized, text)
