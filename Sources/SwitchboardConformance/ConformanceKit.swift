@@ -65,15 +65,32 @@ public struct ScenarioResult: Sendable, Codable {
     public let seconds: Double
 }
 
-/// The outcome of a run: one result per scenario.
+/// Why a run ended before its last scenario.
+public struct ConformanceStop: Sendable, Codable, Hashable {
+    /// What stopped it, e.g. "authentication failed while making the fixture of send-basic: unauthorized: HTTP 401 …".
+    public let reason: String
+    /// How many scenarios were not run.
+    public let notRun: Int
+}
+
+/// The outcome of a run: one result per scenario run.
 public struct ConformanceReport: Sendable, Codable {
     /// The adapter's name.
     public let adapter: String
     /// Results in run order.
     public let scenarios: [ScenarioResult]
+    /// Set when the run stopped early (the harness's credentials were refused); the scenarios left are not listed.
+    public var stopped: ConformanceStop?
 
-    /// Whether no scenario failed.
-    public var isSuccess: Bool { !scenarios.contains { $0.status == .failed } }
+    /// A report of `scenarios` run against `adapter`, stopped early when `stopped` says so.
+    public init(adapter: String, scenarios: [ScenarioResult], stopped: ConformanceStop? = nil) {
+        self.adapter = adapter
+        self.scenarios = scenarios
+        self.stopped = stopped
+    }
+
+    /// Whether the run went to its end and no scenario failed.
+    public var isSuccess: Bool { stopped == nil && !scenarios.contains { $0.status == .failed } }
 
     /// Counts of passed, failed, skipped.
     public var counts: (passed: Int, failed: Int, skipped: Int) {
@@ -90,18 +107,22 @@ public struct ConformanceReport: Sendable, Codable {
             let status = result.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
             lines.append("\(name)  \(status)  \(String(format: "%5.2fs", result.seconds))  \(result.detail)")
         }
+        if let stopped {
+            lines.append("stopped: \(stopped.reason); \(stopped.notRun) scenario\(stopped.notRun == 1 ? "" : "s") not run")
+        }
         let c = counts
         lines.append("\(c.passed) passed, \(c.failed) failed, \(c.skipped) skipped")
         return lines.joined(separator: "\n")
     }
 
-    /// `{"adapter":..,"scenarios":[{"name":..,"status":..,"detail":..}]}`.
+    /// `{"adapter":..,"scenarios":[{"name":..,"status":..,"detail":..}]}`, with `"stopped":{"reason":..,"notRun":..}`
+    /// when the run stopped early.
     public func json() -> String {
         struct Row: Encodable { let name: String; let status: String; let detail: String; let seconds: Double }
-        struct Body: Encodable { let adapter: String; let scenarios: [Row] }
+        struct Body: Encodable { let adapter: String; let scenarios: [Row]; let stopped: ConformanceStop? }
         let body = Body(adapter: adapter, scenarios: scenarios.map {
             Row(name: $0.name, status: $0.status.rawValue, detail: $0.detail, seconds: ($0.seconds * 1000).rounded() / 1000)
-        })
+        }, stopped: stopped)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: (try? encoder.encode(body)) ?? Data(), as: UTF8.self)
@@ -115,8 +136,11 @@ public struct ConformanceReport: Sendable, Codable {
         }
         let c = counts
         let total = scenarios.reduce(0) { $0 + $1.seconds }
+        let stop = stopped.map { "  <testcase classname=\"conformance.\(escape(adapter))\" name=\"(stopped)\" time=\"0.000\">\n"
+            + "    <failure message=\"\(escape($0.reason))\"/>\n  </testcase>\n" } ?? ""
+        let tests = scenarios.count + (stopped == nil ? 0 : 1), failures = c.failed + (stopped == nil ? 0 : 1)
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuite name=\"conformance.\(escape(adapter))\" tests=\"\(scenarios.count)\" failures=\"\(c.failed)\" skipped=\"\(c.skipped)\" time=\"\(String(format: "%.3f", total))\">\n"
+        xml += "<testsuite name=\"conformance.\(escape(adapter))\" tests=\"\(tests)\" failures=\"\(failures)\" skipped=\"\(c.skipped)\" time=\"\(String(format: "%.3f", total))\">\n"
         for result in scenarios {
             xml += "  <testcase classname=\"conformance.\(escape(adapter))\" name=\"\(escape(result.name))\" time=\"\(String(format: "%.3f", result.seconds))\""
             switch result.status {
@@ -125,7 +149,7 @@ public struct ConformanceReport: Sendable, Codable {
             case .skipped: xml += ">\n    <skipped message=\"\(escape(result.detail))\"/>\n  </testcase>\n"
             }
         }
-        return xml + "</testsuite>\n"
+        return xml + stop + "</testsuite>\n"
     }
 }
 
@@ -143,30 +167,47 @@ public struct ConformanceKit: Sendable {
         self.timeout = timeout
     }
 
-    /// Runs every scenario on a fresh fixture, calling `progress` after each.
+    /// Runs every scenario on a fresh fixture, calling `progress` after each. When the backend refuses the
+    /// harness's own credentials (`unauthorized` while making a fixture) the run stops there: every scenario
+    /// left would fail the same way, so the report says it once, in `stopped`.
     public func run(_ harness: any ConformanceHarness,
                     progress: @Sendable (ScenarioResult) -> Void = { _ in }) async -> ConformanceReport {
         var results: [ScenarioResult] = []
-        for scenario in scenarios {
-            let result = await run(scenario, harness: harness)
-            progress(result)
-            results.append(result)
+        for (index, scenario) in scenarios.enumerated() {
+            switch await run(scenario, harness: harness) {
+            case .finished(let result):
+                progress(result)
+                results.append(result)
+            case .refused(let error):
+                let stop = ConformanceStop(reason: "authentication failed while making the fixture of \(scenario.name): \(error)",
+                                           notRun: scenarios.count - index)
+                return ConformanceReport(adapter: harness.adapterName, scenarios: results, stopped: stop)
+            }
         }
         return ConformanceReport(adapter: harness.adapterName, scenarios: results)
     }
 
-    private func run(_ scenario: Scenario, harness: any ConformanceHarness) async -> ScenarioResult {
+    /// How running one scenario ended.
+    private enum Outcome {
+        /// It ran (or was skipped, or failed) and has a result.
+        case finished(ScenarioResult)
+        /// Its fixture could not be made because the backend refused the harness's credentials.
+        case refused(SwitchboardError)
+    }
+
+    private func run(_ scenario: Scenario, harness: any ConformanceHarness) async -> Outcome {
         let started = Date()
         func result(_ status: ScenarioStatus, _ detail: String) -> ScenarioResult {
             ScenarioResult(name: scenario.name, status: status, detail: detail, seconds: Date().timeIntervalSince(started))
         }
         let fixture: ConformanceFixture
         do { fixture = try await harness.makeFixture() } catch {
-            return result(.failed, "fixture could not be made: \(error)")
+            if let refusal = error as? SwitchboardError, refusal.code == .unauthorized { return .refused(refusal) }
+            return .finished(result(.failed, "fixture could not be made: \(error)"))
         }
         let outcome = await run(scenario, on: fixture, result: result)
         await fixture.tearDown()
-        return outcome
+        return .finished(outcome)
     }
 
     private func run(_ scenario: Scenario, on fixture: ConformanceFixture,

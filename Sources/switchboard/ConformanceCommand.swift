@@ -63,6 +63,12 @@ enum ConformanceCommand {
         if let path = arguments.value("junit") {
             try report.junitXML().write(toFile: path, atomically: true, encoding: .utf8)
         }
+        if report.stopped != nil {
+            // The report says what failed, once; this names what to check.
+            let hint = adapter == "supabase" ? "is --jwt-secret (or SWITCHBOARD_JWT_SECRET) the secret the server runs with?"
+                : "are the harness's credentials the server's?"
+            FileHandle.standardError.write(Data("switchboard: conformance stopped at an authentication failure; \(hint)\n".utf8))
+        }
         return report.isSuccess ? 0 : 1
     }
 }

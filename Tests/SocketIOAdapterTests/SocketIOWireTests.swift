@@ -40,6 +40,14 @@ struct SocketIOWireTests {
         #expect(!error.description.contains("\n"))
     }
 
+    @Test("a 401 is an authentication failure that no retry can fix: an unknown token stays unknown")
+    func unauthorizedIsFinal() {
+        let body = #"{"error":{"code":"unauthorized","message":"unknown bearer token"}}"#
+        let error = SocketIOREST.error(for: HTTPResponse(status: 401, body: Data(body.utf8)))
+        #expect(error.code == .unauthorized)
+        #expect(!error.isRetryable)
+    }
+
     @Test("RFC 3339 timestamps parse with and without fractions and offsets; malformed ones do not")
     func timestamps() {
         #expect(SocketIOTimestamp.parse("1970-01-01T00:00:00Z")?.timeIntervalSince1970 == 0)

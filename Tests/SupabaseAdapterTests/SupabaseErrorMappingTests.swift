@@ -17,4 +17,12 @@ struct SupabaseErrorMappingTests {
         #expect(error.message == expected)
         #expect(!error.description.contains("\n"))
     }
+
+    @Test("a 401 is an authentication failure that no retry can fix (the token was already refreshed when it could be)")
+    func unauthorizedIsFinal() {
+        let error = SupabaseREST.error(for: HTTPResponse(status: 401, body: Data(#"{"code":"PGRST301","message":"JWSError JWSInvalidSignature"}"#.utf8)))
+        #expect(error.code == .unauthorized)
+        #expect(!error.isRetryable)
+        #expect(error.message == "HTTP 401 PGRST301: JWSError JWSInvalidSignature")
+    }
 }

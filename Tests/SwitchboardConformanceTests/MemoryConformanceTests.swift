@@ -2,6 +2,7 @@ import Foundation
 import MemoryConformance
 import SwitchboardConformance
 import SwitchboardCore
+import Synchronization
 import Testing
 
 /// The whole kit against the memory backend, under each ID scheme and both reaction policies.
@@ -46,6 +47,29 @@ struct MemoryConformanceTests {
         #expect(report.scenarios.first { $0.name == "echo-dedupe" }?.status == .passed)
     }
 
+    @Test("refused credentials stop the run at the first fixture and are reported once, not once per scenario")
+    func refusedCredentialsStop() async throws {
+        let kit = ConformanceKit()
+        let progress = ProgressCount()
+        let report = await kit.run(RefusingHarness()) { _ in progress.add() }
+        #expect(progress.count == 0, "no scenario ran, so none reported progress")
+        #expect(report.scenarios.isEmpty)
+        let stopped = try #require(report.stopped)
+        #expect(stopped.notRun == kit.scenarios.count)
+        #expect(stopped.reason.hasPrefix("authentication failed while making the fixture of \(kit.scenarios[0].name): unauthorized:"))
+        #expect(!report.isSuccess)
+        let table = report.table()
+        #expect(table.components(separatedBy: "wrong secret").count == 2, "the reason appears once: \(table)")
+        #expect(table.contains("stopped: ") && table.contains("\(kit.scenarios.count) scenarios not run"))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any])
+        let stop = try #require(json["stopped"] as? [String: Any])
+        #expect(stop["notRun"] as? Int == kit.scenarios.count)
+        #expect(report.junitXML().contains("tests=\"1\" failures=\"1\""))
+        // A run that was not stopped has no "stopped" member at all.
+        let clean = await ConformanceKit(only: ["echo-dedupe"]).run(MemoryHarness(scheme: .clientAssigned))
+        #expect(!clean.json().contains("stopped"))
+    }
+
     @Test("a broken adapter fails the kit")
     func brokenAdapterFails() async {
         let report = await ConformanceKit(only: ["delivered-once-to-peer"], timeout: .seconds(3)).run(SilentHarness())
@@ -62,6 +86,23 @@ struct NoFaultsHarness: ConformanceHarness {
         fixture.faults = nil
         return fixture
     }
+}
+
+/// A harness whose backend refuses its credentials, as a server does with a wrong JWT secret.
+struct RefusingHarness: ConformanceHarness {
+    var adapterName: String { "refusing" }
+    func makeFixture() async throws -> ConformanceFixture {
+        throw SwitchboardError(.unauthorized, "HTTP 401: wrong secret")
+    }
+}
+
+/// Counts progress calls from the kit.
+final class ProgressCount: Sendable {
+    private let calls = Mutex(0)
+    /// One more call.
+    func add() { calls.withLock { $0 += 1 } }
+    /// The calls so far.
+    var count: Int { calls.withLock { $0 } }
 }
 
 /// A harness whose adapters never deliver live events or history: the kit must notice.

@@ -15,4 +15,11 @@ struct XMTPNodeErrorTests {
         #expect(error.message == expected)
         #expect(!error.description.contains("\n"))
     }
+
+    @Test("a 401 is an authentication failure that no retry can fix")
+    func unauthorizedIsFinal() {
+        let error = XMTPNodeClient.error(status: 401, body: Data(#"{"code":16,"message":"unknown token"}"#.utf8))
+        #expect(error.code == .unauthorized)
+        #expect(!error.isRetryable)
+    }
 }

@@ -114,7 +114,8 @@ final class SocketIOREST: Sendable {
             ?? ServerErrorText.oneLine(response.body)
         let text = "HTTP \(response.status)\(code.isEmpty ? "" : " \(code)"): \(message)"
         switch (response.status, code) {
-        case (401, _): return SwitchboardError(.unauthorized, text, retryable: true)
+        // A token the server does not know stays unknown however often it is sent.
+        case (401, _): return SwitchboardError(.unauthorized, text)
         case (403, "edit_window_closed"): return SwitchboardError(.editWindowExpired, text)
         case (403, "delete_window_closed"): return SwitchboardError(.deleteWindowExpired, text)
         case (403, "not_sender"): return SwitchboardError(.notOwner, text)

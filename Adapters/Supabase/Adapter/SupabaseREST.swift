@@ -116,7 +116,9 @@ final class SupabaseREST: Sendable {
         let text = "HTTP \(response.status)\(code.isEmpty ? "" : " \(code)"): \(message)"
         switch response.status {
         case 401:
-            return SwitchboardError(.unauthorized, text, retryable: true)
+            // `send` has already refreshed the token once when it could: the credentials are wrong or expired for
+            // good, and repeating the request cannot change that.
+            return SwitchboardError(.unauthorized, text)
         case 403 where code == "42501":
             // Row-level security: the account may not do this in the conversation (not a member of it).
             return SwitchboardError(.forbidden, text)

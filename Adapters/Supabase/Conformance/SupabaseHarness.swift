@@ -32,8 +32,9 @@ public struct SupabaseHarness: ConformanceHarness {
     public func makeFixture() async throws -> ConformanceFixture {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let alice = UserID("alice-\(suffix)"), bob = UserID("bob-\(suffix)")
-        try await ensureBucket("attachments")
+        // REST first: a wrong JWT secret is a plain 401 there (storage answers 403 `AccessDenied`).
         let conversation = try await createConversation(members: [alice, bob])
+        try await ensureBucket("attachments")
         let faults = AdapterFaults()
         let anonKey = token(role: "anon")
         let baseURL = self.baseURL, http = self.http
