@@ -67,7 +67,14 @@ public final class PostgresCluster: Sendable {
             try prepareDirectory(runAsPostgres: runAsPostgres)
             let requested = state.port
             let path = dataDirectory.path
-            if !FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
+            if let version = try? String(contentsOf: dataDirectory.appendingPathComponent("PG_VERSION"), encoding: .utf8) {
+                let major = version.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard major == "15" else {
+                    throw failure("data directory \(path) holds a PostgreSQL \(major) cluster and this runs PostgreSQL 15: "
+                                  + "use another data directory (or upgrade that cluster with pg_upgrade)")
+                }
+            } else {
+                try checkEmptyForInitdb()
                 try run("initdb", ["-D", path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"],
                         asPostgres: runAsPostgres, step: "initdb")
             }
@@ -140,6 +147,44 @@ public final class PostgresCluster: Sendable {
         "postgresql://postgres@127.0.0.1:\(port)/postgres"
     }
 
+    /// Refuses, with what to do, a data directory that holds files but no cluster: initdb would fail on it.
+    private func checkEmptyForInitdb() throws {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)) ?? []
+        guard entries.isEmpty else {
+            throw failure("data directory \(dataDirectory.path) holds files (\(entries.sorted().prefix(3).joined(separator: ", "))"
+                          + "\(entries.count > 3 ? ", ..." : "")) but no PostgreSQL cluster (no PG_VERSION), and initdb needs an "
+                          + "empty directory: empty it or use another one")
+        }
+    }
+
+    /// Refuses, with what to do, a data directory the `postgres` user cannot reach (a parent folder of mode 700
+    /// owned by root, say): initdb would fail on it with a page of output and no hint.
+    private func checkReachableByPostgres() throws {
+        var ancestors: [String] = []
+        var directory = dataDirectory
+        while directory.path != "/" {
+            ancestors.insert(directory.path, at: 0)
+            directory = directory.deletingLastPathComponent()
+        }
+        // The first folder on the way that postgres may not enter (and, for the data directory, also write).
+        let script = #"for d; do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done; [ -w "$d" ] || { printf %s "$d"; exit 1; }"#
+        let result = try spawn(URL(fileURLWithPath: "/usr/sbin/runuser"),
+                               ["-u", "postgres", "--", "/bin/sh", "-c", script, "switchboard-pg-check"] + ancestors,
+                               step: "checking the data directory")
+        guard !(result.exited && result.code == 0) else { return }
+        let blocked = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        var detail = ""
+        var info = stat()
+        if !blocked.isEmpty, stat(blocked, &info) == 0 {
+            let owner = getpwuid(info.st_uid).map { String(cString: $0.pointee.pw_name) } ?? String(info.st_uid)
+            detail = " (mode \(String(info.st_mode & 0o777, radix: 8)), owner \(owner))"
+        }
+        throw failure("the postgres user, which runs initdb and the server because this process runs as root, cannot "
+                      + "reach data directory \(dataDirectory.path): \(blocked.isEmpty ? "a folder on the way" : blocked)"
+                      + "\(detail) does not let it through. Allow it (chmod o+x \(blocked.isEmpty ? "FOLDER" : blocked)) "
+                      + "or use a data directory whose parent folders every user may enter")
+    }
+
     private func prepareDirectory(runAsPostgres: Bool) throws {
         let initdb = Self.binaryDirectory.appendingPathComponent("initdb").path
         guard FileManager.default.isExecutableFile(atPath: initdb) else {
@@ -157,6 +202,7 @@ public final class PostgresCluster: Sendable {
             }
             try execute(URL(fileURLWithPath: "/bin/chown"), ["-R", "postgres:postgres", dataDirectory.path],
                         step: "chown")
+            try checkReachableByPostgres()
         } else if access(dataDirectory.path, W_OK) != 0 {
             throw failure("not root and data directory \(dataDirectory.path) is not writable; cannot run initdb")
         }
@@ -172,10 +218,21 @@ public final class PostgresCluster: Sendable {
         }
     }
 
-    /// Runs a program by full path with posix_spawn and waits for it with waitpid.
+    /// Runs a program by full path and throws, with the gist of its output, unless it exits with status 0.
+    private func execute(_ executable: URL, _ arguments: [String], step: String) throws {
+        let result = try spawn(executable, arguments, step: step)
+        guard result.exited, result.code == 0 else {
+            let how = result.exited ? "exited with status \(result.code)" : "was killed by signal \(result.code)"
+            let log = FileManager.default.fileExists(atPath: logURL.path) ? "; server log: \(Self.tail(logTail()))" : ""
+            throw failure("\(step) \(how): \(Self.gist(result.output))\(log)")
+        }
+    }
+
+    /// Runs a program by full path with posix_spawn, waits for it with waitpid and returns how it ended (the exit
+    /// status, or the signal when it did not exit) with what it wrote to standard output and error.
     ///
     /// Foundation's `Process` can miss the exit of `pg_ctl`, whose daemon outlives it, so it is not used here.
-    private func execute(_ executable: URL, _ arguments: [String], step: String) throws {
+    private func spawn(_ executable: URL, _ arguments: [String], step: String) throws -> (exited: Bool, code: Int32, output: String) {
         let outputPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("switchboard-pg-\(UUID().uuidString).out").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
@@ -197,12 +254,18 @@ public final class PostgresCluster: Sendable {
             guard errno == EINTR else { throw failure("\(step): waitpid failed: errno \(errno)") }
         }
         let exited = (status & 0x7f) == 0
-        let exitCode = (status >> 8) & 0xff
-        guard exited, exitCode == 0 else {
-            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            let how = exited ? "exited with status \(exitCode)" : "was killed by signal \(status & 0x7f)"
-            throw failure("\(step) \(how): \(Self.tail(text)); server log: \(Self.tail(logTail()))")
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        return (exited, exited ? (status >> 8) & 0xff : status & 0x7f, text)
+    }
+
+    /// The lines of a tool's output that say what went wrong (`initdb: error: ...`, its hints, `FATAL: ...`), or
+    /// its last lines when none does.
+    static func gist(_ text: String) -> String {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+        let telling = lines.filter { line in
+            ["error:", "hint:", "FATAL:", "ERROR:", "HINT:", "DETAIL:"].contains { line.contains($0) }
         }
+        return telling.isEmpty ? tail(text) : telling.joined(separator: " | ")
     }
 
     /// The server log's size in bytes (0 when there is none yet).
