@@ -30,7 +30,7 @@ final class ServeChild: @unchecked Sendable {
         let output = OutputLines(stdout.fileHandleForReading)
         try process.run()
         do {
-            let line = try await output.firstLine(timeout: .seconds(90))
+            let line = try await firstLine(of: output, from: process, timeout: .seconds(90))
             guard line.hasPrefix("listening on "), let url = URL(string: String(line.dropFirst("listening on ".count))) else {
                 throw TestSetupError("serve \(arguments.first ?? ""): unexpected first line '\(line)'")
             }
@@ -40,6 +40,21 @@ final class ServeChild: @unchecked Sendable {
             try? FileManager.default.removeItem(at: root)
             throw error
         }
+    }
+
+    /// The first line `process` writes, failing as soon as it exits (a refused option, say) instead of at the
+    /// timeout.
+    private static func firstLine(of output: OutputLines, from process: Process, timeout: Duration) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = output.allLines().first { return line }
+            // A server that exits has failed, whatever it printed.
+            if !process.isRunning {
+                throw TestSetupError("serve exited with status \(process.terminationStatus) before it was ready")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestSetupError("no listening line within \(timeout)")
     }
 
     private init(root: URL, process: Process, output: OutputLines, url: URL) {
