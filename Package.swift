@@ -145,8 +145,9 @@ let package = Package(
         .testTarget(name: "SwitchboardBenchTests", dependencies: ["SwitchboardBench", "SwitchboardCore"],
                     path: "Tests/SwitchboardBenchTests"),
         .testTarget(name: "CommandLineTests",
-                    dependencies: ["TestSupport", "SwitchboardCore", "SwitchboardNet", "SupabaseServer", "SupabaseAdapter",
-                                   "SupabaseProtocol", "XMTPNode", "XMTPAdapter", "SocketIOServer", "SocketIOAdapter"],
+                    dependencies: ["TestSupport", "SwitchboardCore", "SwitchboardNet", "SwitchboardPostgres", "SupabaseServer",
+                                   "SupabaseAdapter", "SupabaseProtocol", "XMTPNode", "XMTPAdapter", "SocketIOServer",
+                                   "SocketIOAdapter"],
                     path: "Tests/CommandLineTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -7,6 +7,10 @@ import Darwin
 #endif
 
 /// A private PostgreSQL 15 server in its own data directory, for tests and for `serve` without a database URL.
+///
+/// It listens on 127.0.0.1 only, with `trust` authentication (any local process may connect as any role,
+/// `postgres` included), and by default with `fsync=off` (fast, but an operating-system crash or power loss can
+/// lose or corrupt its data); `durable` keeps fsync on.
 public final class PostgresCluster: Sendable {
     /// The directory holding the server's binaries.
     public static let binaryDirectory = URL(fileURLWithPath: "/usr/lib/postgresql/15/bin")
@@ -20,6 +24,8 @@ public final class PostgresCluster: Sendable {
     public let dataDirectory: URL
     /// The process whose exit stops the server (see `init`).
     public let owner: pid_t
+    /// Whether the server syncs its writes to disk (`fsync=on`); when false it runs with `fsync=off`.
+    public let durable: Bool
     private let state: Mutex<State>
     /// Picks the port when none was given (a free one by default).
     private let choosePort: @Sendable () throws -> Int
@@ -30,15 +36,18 @@ public final class PostgresCluster: Sendable {
 
     /// Describes a cluster in `dataDirectory` on `port`, or on a free port chosen at start when `nil`. Once
     /// started, the server stops when process `owner` (this one by default) ends, even when it is killed and
-    /// cannot stop the server itself: a watchdog started with the server checks every second.
-    public convenience init(dataDirectory: URL, port: Int? = nil, owner: pid_t = getpid()) {
-        self.init(dataDirectory: dataDirectory, port: port, owner: owner, choosingPortsWith: Self.freePort)
+    /// cannot stop the server itself: a watchdog started with the server checks every second. With `durable` the
+    /// server keeps fsync on (slower writes that survive an operating-system crash).
+    public convenience init(dataDirectory: URL, port: Int? = nil, owner: pid_t = getpid(), durable: Bool = false) {
+        self.init(dataDirectory: dataDirectory, port: port, owner: owner, durable: durable, choosingPortsWith: Self.freePort)
     }
 
-    /// `init(dataDirectory:port:owner:)` with the way a port is chosen when none is given (tests).
-    init(dataDirectory: URL, port: Int?, owner: pid_t, choosingPortsWith choosePort: @escaping @Sendable () throws -> Int) {
+    /// `init(dataDirectory:port:owner:durable:)` with the way a port is chosen when none is given (tests).
+    init(dataDirectory: URL, port: Int?, owner: pid_t, durable: Bool = false,
+         choosingPortsWith choosePort: @escaping @Sendable () throws -> Int) {
         self.dataDirectory = dataDirectory.standardizedFileURL
         self.owner = owner
+        self.durable = durable
         self.state = Mutex(State(port: port))
         self.choosePort = choosePort
     }
@@ -88,7 +97,7 @@ public final class PostgresCluster: Sendable {
                 port = try requested ?? choosePort()
                 let logStart = logSize()
                 do {
-                    let options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(path) -c fsync=off"
+                    let options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(path) -c fsync=\(durable ? "on" : "off")"
                     try run("pg_ctl", ["-D", path, "-o", options, "-w", "-l", logURL.path, "start"],
                             asPostgres: runAsPostgres, step: "pg_ctl start")
                     state.port = port

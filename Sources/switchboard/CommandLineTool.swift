@@ -87,11 +87,19 @@ enum CommandLineTool {
           --id-scheme S           client | content | server (default client)
           --resume                compose nothing; finish what the store holds, then exit
 
-      serve supabase            Run the Supabase-like reference server (REST, realtime, storage) on loopback;
-                                prints `listening on http://127.0.0.1:PORT` once ready, stops on SIGINT/SIGTERM.
+      serve supabase            Run the Supabase-like reference server (REST, realtime, storage) on loopback
+                                (or --host); prints `listening on http://127.0.0.1:PORT` once ready, stops on
+                                SIGINT/SIGTERM.
+                                Without --database-url it runs a private PostgreSQL 15 under DIR/postgres, on
+                                127.0.0.1 only, with `trust` authentication (any local user may connect to it
+                                as the superuser) and fsync=off (fast; an OS crash or power loss can lose or
+                                corrupt its data): for tests and local use. As root, PostgreSQL runs as the
+                                `postgres` user, which must be able to enter every folder above DIR.
           --data-dir DIR          private PostgreSQL cluster and storage buckets (required)
           --jwt-secret S          HS256 secret, at least 32 characters (or SWITCHBOARD_JWT_SECRET)
           --port N                port to bind (default 0: a free one)
+          --host H                address to bind (default 127.0.0.1; PostgreSQL stays on 127.0.0.1)
+          --durable               keep fsync on in the private PostgreSQL (slower writes that survive a crash)
           --database-url URL      use this PostgreSQL database instead of a private cluster
           --sql FILE              apply this schema file after the built-in migrations (repeatable)
           --max-object-size N     largest storage object in bytes (default 52428800)

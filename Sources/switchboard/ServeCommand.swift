@@ -13,7 +13,8 @@ enum ServeCommand {
         guard let backend = arguments.first, !backend.hasPrefix("--") else {
             throw UsageError("serve needs a backend: supabase, xmtp or socketio")
         }
-        let options = try Arguments(Array(arguments.dropFirst()), booleanFlags: ["verbose"])
+        let flags: Set<String> = backend == "supabase" ? ["verbose", "durable"] : ["verbose"]
+        let options = try Arguments(Array(arguments.dropFirst()), booleanFlags: flags)
         switch backend {
         case "supabase":
             return try await serveSupabase(options)
@@ -28,7 +29,7 @@ enum ServeCommand {
 
     private static func serveSupabase(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "jwt-secret", "database-url", "sql", "verbose",
-                                    "max-object-size", "jwt-expiry", "auth-rate-limit"], positionals: true)
+                                    "max-object-size", "jwt-expiry", "auth-rate-limit", "durable"], positionals: true)
         // `--sql FILE ...`: further .sql files may follow the first one without repeating the flag.
         let extraSQL = options.all("sql").isEmpty ? [] : options.positional.filter { $0.hasSuffix(".sql") }
         if let stray = options.positional.first(where: { !extraSQL.contains($0) }) {
@@ -49,6 +50,12 @@ enum ServeCommand {
         configuration.port = try port(options.value("port"))
         if let host = options.value("host") { configuration.host = host }
         configuration.databaseURL = options.value("database-url")
+        if options.has("durable") {
+            guard configuration.databaseURL == nil else {
+                throw UsageError("--durable applies to the private PostgreSQL cluster, not to --database-url")
+            }
+            configuration.durablePostgres = true
+        }
         configuration.extraSQLFiles = try (options.all("sql") + extraSQL).map { path in
             let url = URL(fileURLWithPath: path)
             guard FileManager.default.isReadableFile(atPath: url.path) else {

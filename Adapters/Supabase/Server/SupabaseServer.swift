@@ -51,7 +51,8 @@ public final class SupabaseServer: Sendable {
             if let url = configuration.databaseURL {
                 databaseURL = url
             } else {
-                let privateCluster = PostgresCluster(dataDirectory: configuration.dataDirectory.appendingPathComponent("postgres"))
+                let privateCluster = PostgresCluster(dataDirectory: configuration.dataDirectory.appendingPathComponent("postgres"),
+                                                     durable: configuration.durablePostgres)
                 databaseURL = try privateCluster.start()
                 cluster = privateCluster
             }

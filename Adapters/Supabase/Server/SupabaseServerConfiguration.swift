@@ -2,7 +2,7 @@ import Foundation
 
 /// Everything `switchboard serve supabase` can be told; defaults suit tests and local use.
 public struct SupabaseServerConfiguration: Sendable {
-    /// The loopback address to bind.
+    /// The address to bind (loopback by default; the private PostgreSQL cluster stays on loopback whatever it is).
     public var host = "127.0.0.1"
     /// The port to bind; 0 picks a free one.
     public var port = 0
@@ -12,6 +12,9 @@ public struct SupabaseServerConfiguration: Sendable {
     public var jwtSecret: String
     /// An existing database to use instead of a private cluster.
     public var databaseURL: String?
+    /// Whether the private cluster keeps fsync on; off by default (faster, but an operating-system crash or power
+    /// loss can lose or corrupt its data). Its authentication is `trust` on 127.0.0.1 either way.
+    public var durablePostgres = false
     /// Extra schema files applied, in order, after the built-in migrations.
     public var extraSQLFiles: [URL] = []
     /// Connections kept to PostgreSQL for REST, storage and realtime checks.
