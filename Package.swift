@@ -118,7 +118,7 @@ let package = Package(
                     path: "Tests/SupabaseServerTests", exclude: ["Fixtures"]),
         .testTarget(name: "SwitchboardPostgresTests", dependencies: ["SwitchboardPostgres", "TestSupport"],
                     path: "Tests/SwitchboardPostgresTests"),
-        .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardEngine"],
+        .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardEngine", "TestSupport"],
                     path: "Tests/SwitchboardCoreTests"),
         .testTarget(name: "SwitchboardStoreTests",
                     dependencies: ["SwitchboardStore", "SwitchboardSQLite", "SwitchboardCore", "SwitchboardPostgresStore", "SwitchboardPostgres",

@@ -19,7 +19,7 @@ struct BridgeCatchUpTests {
                                                             ["bridge", "--config", path.path, "--catch-up-only"],
                                                             timeout: .seconds(120))
             #expect(result.status == 1, "\(result.stderr)")
-            #expect(result.stderr.contains("switchboard: pair p failed:"), "\(result.stderr)")
+            #expect(result.stderr.contains("pair p: failed:"), "\(result.stderr)")
             #expect(!result.stderr.contains("signal"), "\(result.stderr)")
         } cleanup: {
             try? FileManager.default.removeItem(at: folder)

@@ -4,6 +4,7 @@ import SwitchboardBridge
 import SwitchboardCore
 import SwitchboardStore
 import Synchronization
+import TestSupport
 import Testing
 
 /// The key trust rule of DESIGN §2 as a property of the bridge (issue 27): two pairs share one store and one
@@ -106,23 +107,6 @@ struct BridgeIdentityPropertyTests {
         let adapter = world.backend(place).makeAdapter(for: sender)
         let outgoing = OutgoingMessage(id: key, conversation: place.conversation, sender: sender, text: text, createdAt: Date())
         return try #require(try await adapter.publish(try await adapter.prepare(outgoing, noSend: false)).remoteID)
-    }
-}
-
-/// A deterministic pseudo-random generator (SplitMix64), so a failing seed reproduces.
-private struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    /// A generator starting from `seed`.
-    init(seed: UInt64) { state = seed }
-
-    /// The next 64 random bits.
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

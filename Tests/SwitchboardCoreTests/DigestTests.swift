@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import TestSupport
 import Testing
 
 /// An input and its expected lowercase hex digest.

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import TestSupport
 import Testing
 
 private let alice = KeyScope(backend: "socket", conversation: "room", sender: "alice")

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import TestSupport
 import Testing
 
 /// One example of every delivery state, with the details `init?(storageName:...)` needs to rebuild it.

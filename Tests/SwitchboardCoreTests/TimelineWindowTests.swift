@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import SwitchboardEngine
+import TestSupport
 import Testing
 
 @Suite("TimelineWindow")

@@ -28,7 +28,9 @@ public struct SupabaseServiceClient: Sendable {
     public func createConversation(title: String?, members: [UserID]) async throws -> ConversationID {
         let isGroup = JSONValue.bool(members.count > 2)
         let body: JSONValue = title.map { ["title": .string($0), "is_group": isGroup] } ?? ["is_group": isGroup]
-        let rows = try await rest.write(.post, "conversations", query: [], body: body, prefer: "return=representation")
+        let rows = try await Self.doing("creating a conversation") {
+            try await rest.write(.post, "conversations", query: [], body: body, prefer: "return=representation")
+        }
         guard let id = rows.first?["id"]?.stringValue else {
             throw SwitchboardError(.transport, "the server created a conversation but did not return its id")
         }
@@ -41,8 +43,20 @@ public struct SupabaseServiceClient: Sendable {
     /// is `unknownConversation`.
     public func addMembers(_ members: [UserID], to conversation: ConversationID) async throws {
         let rows = JSONValue.array(members.map { ["conversation_id": .string(conversation.rawValue), "user_id": .string($0.rawValue)] })
-        _ = try await rest.write(.post, "members", query: [("on_conflict", "conversation_id,user_id")], body: rows,
+        _ = try await Self.doing("adding members") {
+            try await rest.write(.post, "members", query: [("on_conflict", "conversation_id,user_id")], body: rows,
                                  prefer: "resolution=ignore-duplicates,return=minimal")
+        }
+    }
+
+    /// Runs `body`, naming `what` failed in a refusal it throws (the code and the server's answer kept).
+    private static func doing<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as SwitchboardError {
+            throw SwitchboardError(error.code, "\(what) failed: \(error.message)", retryable: error.isRetryable,
+                                   retryAfter: error.retryAfter)
+        }
     }
 
     /// Creates the private storage bucket `name` unless it exists (the adapter uploads attachments to `attachments`).
