@@ -35,7 +35,11 @@ enum MigrateCommand {
             configuration.batchSize = size
         }
         configuration.estimateTotal = !options.has("no-estimate")
-        configuration.log = { line in FileHandle.standardError.write(Data("switchboard migrate: \(line)\n".utf8)) }
+        // The copy's log lines, timestamped like the bridge's (errors before the copy keep the plain prefix).
+        let logger = CommandLogger(minimumLevel: .info)
+        configuration.log = { line in
+            logger.log(line.contains(" failed") || line.contains("no retry can fix") ? .warning : .info, line, source: "migration")
+        }
         if options.value("store") != nil, options.value("database-url") != nil {
             throw UsageError("give --store or --database-url, not both")
         }
