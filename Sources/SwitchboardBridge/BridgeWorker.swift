@@ -394,9 +394,10 @@ public actor BridgeWorker {
                 failure = stopping ? "interrupted" : nil
                 break
             } catch {
-                failure = String(describing: error)
+                failure = await bridge.currentStats.lastError ?? String(describing: error)
                 log(.warning, pair: pair.name, "catch-up attempt \(attempt) failed: \(error)")
-                if stopping { break }
+                // Credentials, access or a missing conversation: another attempt cannot succeed.
+                if stopping || Bridge.stopsTheDirection(error) { break }
                 await pause(delay)
                 delay = min(delay * 2, configuration.bridge.retryCap)
             }

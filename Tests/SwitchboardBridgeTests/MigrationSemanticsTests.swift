@@ -184,6 +184,29 @@ struct MigrationFindingsTests {
         }
     }
 
+    @Test("switchboard bridge with a refused token stops that pair at once, naming the side, its conversation and the 401")
+    func bridgeCommandRefusedToken() async throws {
+        try await withBackends { source, target, root in
+            let harness = try #require(source.supabaseHarness)
+            let wrongSecret = SupabaseHarness(baseURL: source.url, jwtSecret: "not-the-server-secret-0123456789abcdef")
+            let supabase: JSONValue = .object([
+                "adapter": "supabase", "url": .string(source.url.absoluteString), "conversation": .string(source.conversation.rawValue),
+                "apiKey": .string(harness.token(role: "anon")),
+                "accessToken": .string(wrongSecret.token(role: "authenticated", sub: source.migrator.localUser.rawValue)),
+                "user": .string(source.migrator.localUser.rawValue)])
+            let config = bridgeConfig(store: .object(["sqlite": "bridge.sqlite"]), worker: "refused", leaseSeconds: 3,
+                                      statusEverySeconds: 1, a: target.endpoint, b: supabase)
+            let path = try writeConfig(config, as: "bridge.json", in: root)
+            let result = try await ChildProcess.runDetached(try SwitchboardExecutable.locate().path,
+                                                            ["bridge", "--config", path, "--catch-up-only"], timeout: .seconds(120))
+            #expect(result.status == 1, "exit \(result.status): \(result.stderr)")
+            let stopped = result.stderr.split(separator: "\n").filter { $0.contains("no retry can fix it") }
+            #expect(!stopped.isEmpty && stopped.allSatisfy { $0.contains("side b conversation \(source.conversation)")
+                && $0.contains("unauthorized") && $0.contains("401") }, "\(result.stderr)")
+            #expect(!result.stderr.contains("attempt 2"), "not retried: \(result.stderr)")
+        }
+    }
+
     @Test("a bridge whose account may not read a conversation, or whose token is refused, stops naming the side")
     func bridgeStopsOnAccess() async throws {
         try await withBackends { source, target, root in
