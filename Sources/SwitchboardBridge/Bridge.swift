@@ -755,58 +755,56 @@ public actor Bridge {
                                repliesMayWait: Bool = true) async throws {
         let id = try identify(message, on: source)
         try record(id, message.remoteID, on: source)
-        switch try copyState(id, on: target) {
-        case .otherPair:
+        var facts = BridgeDecision.MessageFacts(state: try copyState(id, on: target),
+                                                isOwnCopy: isOwnCopy(message, from: source, to: target),
+                                                isDeleted: message.deletedAt != nil, replyTo: message.replyTo,
+                                                replyTargetCopy: nil, repliesMayWait: repliesMayWait)
+        if case .new = facts.state, let reply = message.replyTo {
+            let (sourceBackend, targetBackend) = (source.backend, target.backend)
+            facts.replyTargetCopy = try store.read { tx in
+                try tx.messageID(backend: sourceBackend, remoteID: reply).flatMap {
+                    try tx.remoteID(of: $0, backend: targetBackend, part: 0)
+                }
+            }
+        }
+        let replyTo: RemoteID?, unlinkedReply: RemoteID?
+        switch BridgeDecision.message(facts) {
+        case .refuseOtherPair:
             throw SwitchboardError(.conflict, "\(source.name) message \(message.remoteID) resolves to \(id), which "
                                    + "belongs to another bridged pair")
-        case .bridged(let remote):
-            if !isOwnCopy(message, from: source, to: target) { observer?(.alreadyPresent(id)) }
+        case .applyUpdates(let remote):
+            if !facts.isOwnCopy { observer?(.alreadyPresent(id)) }
             try await applyUpdates(message, id: id, remote: remote, from: source, to: target)
             return
-        case .pending(let stored):
+        case .republish(let stored):
             // A copy was prepared and persisted, then the process stopped before its publish was recorded: publish
             // exactly that copy again (harmless if it went out), then apply what changed at the source since.
             try await republish(stored, of: message, id: id, from: source, to: target)
             return
-        case .pendingUnstored(let staged):
+        case .republishStaged(let text):
             // The same copy again: prepared from the text that was staged (the target keeps the first copy it
             // got under this key), then whatever changed at the source since is applied as an update.
             var original = message
-            original.text = staged.text
+            original.text = text
             let outgoing = outgoingCopy(of: original, id: id, from: source, to: target, replyTo: nil, attachments: [])
             let prepared = try await target.adapter.prepare(outgoing, noSend: true)
             try await republish(prepared, of: message, id: id, from: source, to: target)
             return
-        case .new:
-            break
-        }
-        if isOwnCopy(message, from: source, to: target) {
+        case .skipOwnCopy:
             // A copy made from the other side whose mapping is gone cannot be copied back without looping; log it.
             configuration.log("skipping \(source.name) message \(message.remoteID) sent by the bridge's own account "
                               + "(a copy made from \(target.name))")
             observer?(.copyFromOtherSide(id, message.remoteID))
             return
-        }
-        if message.deletedAt != nil {
+        case .skipDeleted:
             try remember(message, id: id, from: source, deleted: true)
             observer?(.skippedDeleted(id, message.remoteID))
             return
-        }
-        var replyTo: RemoteID?
-        var unlinkedReply: RemoteID?
-        if let reply = message.replyTo {
-            let replyID = try store.read { try $0.messageID(backend: source.backend, remoteID: reply) }
-            let targetBackend = target.backend
-            replyTo = try replyID.flatMap { original in
-                try store.read { try $0.remoteID(of: original, backend: targetBackend, part: 0) }
-            }
-            if replyTo == nil {
-                if repliesMayWait {
-                    try deferReply(message, to: reply, from: source, to: target)
-                    return
-                }
-                unlinkedReply = reply
-            }
+        case .waitForReplyTarget(let reply):
+            try deferReply(message, to: reply, from: source, to: target)
+            return
+        case .copy(let linked, let unlinked):
+            (replyTo, unlinkedReply) = (linked, unlinked)
         }
         let attachments = try await rehost(message.attachments, from: source, to: target)
         let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: replyTo,
@@ -846,35 +844,20 @@ public actor Bridge {
         try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
     }
 
-    /// Where the copy of a message towards a target stands in the store.
-    private enum CopyState {
-        /// Not prepared yet (or only a mapping from an interrupted run of an older version).
-        case new
-        /// Prepared and persisted, its publish not recorded: the stored copy must be published again, as is.
-        case pending(PreparedMessage)
-        /// Staged in a batch towards a target that `republishesByKey`, its publish not recorded: the ledger entry (with
-        /// the text that was staged) is all that was kept; the copy is prepared again from it and published.
-        case pendingUnstored(BridgeCopy)
-        /// Published and recorded under this target ID.
-        case bridged(RemoteID)
-        /// The ID belongs to another pair's ledger: nothing of this pair may touch it.
-        case otherPair
-    }
-
     /// The copy state of `id` towards `target`: the ledger entry says pending or done, the ID map gives the target ID.
-    private func copyState(_ id: MessageID, on target: BridgeSide) throws -> CopyState {
+    private func copyState(_ id: MessageID, on target: BridgeSide) throws -> BridgeCopyState {
         let backend = target.backend, pair = self.pair
         return try store.read { tx in try Self.copyState(id, towards: backend, pair: pair, in: tx) }
     }
 
     /// `copyState` inside a transaction.
     private static func copyState(_ id: MessageID, towards backend: BackendID, pair: String,
-                                  in tx: any StoreTransaction) throws -> CopyState {
+                                  in tx: any StoreTransaction) throws -> BridgeCopyState {
         guard let copy = try tx.bridgeCopy(id) else { return .new }
         guard copy.pair == pair else { return .otherPair }
         // Pending towards this target: republish the stored copy (or prepare it again from the entry). Pending
         // towards the other side means this change is that copy's echo, which the map below recognises like any other.
-        if copy.pendingTowards == backend { return copy.prepared.map(CopyState.pending) ?? .pendingUnstored(copy) }
+        if copy.pendingTowards == backend { return copy.prepared.map(BridgeCopyState.pending) ?? .pendingUnstored(copy) }
         guard let remote = try tx.remoteID(of: id, backend: backend, part: 0) else { return .new }
         return .bridged(remote)
     }
@@ -898,7 +881,7 @@ public actor Bridge {
     /// `resolve` and `copyState` of every message of a page that may go in a batch, in one read transaction
     /// (one per message otherwise), by source remote ID.
     private func copyStates(of changes: [RemoteChange], skipping settled: Set<Int>, from source: BridgeSide,
-                            to target: BridgeSide) throws -> [RemoteID: (id: MessageID, state: CopyState)] {
+                            to target: BridgeSide) throws -> [RemoteID: (id: MessageID, state: BridgeCopyState)] {
         let candidates: [RemoteMessage] = changes.indices.compactMap { index in
             guard !settled.contains(index), case .message(let message) = changes[index], isPlain(message, from: source, to: target)
             else { return nil }
@@ -907,14 +890,14 @@ public actor Bridge {
         guard !candidates.isEmpty else { return [:] }
         let (targetBackend, pair) = (target.backend, pair)
         let resolved = try store.read { tx in
-            var states: [(message: RemoteMessage, resolution: MessageIdentity.Resolution, state: CopyState)] = []
+            var states: [(message: RemoteMessage, resolution: MessageIdentity.Resolution, state: BridgeCopyState)] = []
             for message in candidates {
                 let resolution = try Self.identify(message, on: source, pair: pair, in: tx)
                 states.append((message, resolution, try Self.copyState(resolution.id, towards: targetBackend, pair: pair, in: tx)))
             }
             return states
         }
-        var states: [RemoteID: (id: MessageID, state: CopyState)] = [:]
+        var states: [RemoteID: (id: MessageID, state: BridgeCopyState)] = [:]
         for entry in resolved {
             states[entry.message.remoteID] = (noted(entry.resolution, of: entry.message, on: source), entry.state)
         }
@@ -962,13 +945,6 @@ public actor Bridge {
             try tx.markBridgeCopiesPublished([id], pair: pair)
         }
         return remote
-    }
-
-    /// Whether `message`, found under `id` on `source`, is the original this pair copied, by its author: only then
-    /// may its edits and deletes change the copy. Anything else standing under the ID (a row someone inserted
-    /// under the key before the bridge's copy, say) is not the original, whatever it says.
-    private static func isOriginal(_ message: RemoteMessage, from source: BridgeSide, remembered: BridgeCopy) -> Bool {
-        message.sender == remembered.sender && (remembered.origin.map { $0 == source.backend } ?? true)
     }
 
     /// Counts a copied message and tells the observer.
@@ -1038,7 +1014,7 @@ public actor Bridge {
     /// deleted, no reply, no attachment, not already in the batch); nil sends it down the one-by-one path.
     /// Reads the store only: the mappings are written by `copy`.
     private func plan(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
-                      excluding planned: Set<MessageID>, known: (id: MessageID, state: CopyState)?) throws -> PlannedCopy? {
+                      excluding planned: Set<MessageID>, known: (id: MessageID, state: BridgeCopyState)?) throws -> PlannedCopy? {
         guard isPlain(message, from: source, to: target) else { return nil }
         let id = try known?.id ?? identify(message, on: source)
         guard !planned.contains(id) else { return nil }
@@ -1121,30 +1097,29 @@ public actor Bridge {
     /// Applies an edit or delete of an already bridged message on the other side (once).
     private func applyUpdates(_ message: RemoteMessage, id: MessageID, remote: RemoteID, from source: BridgeSide,
                               to target: BridgeSide) async throws {
-        guard !isOwnCopy(message, from: source, to: target) else { return }
         let known = try store.read { try $0.bridgeCopy(id) }
-        if let known, !Self.isOriginal(message, from: source, remembered: known) {
+        switch BridgeDecision.update(of: message, from: source.backend, isOwnCopy: isOwnCopy(message, from: source, to: target),
+                                     known: known) {
+        case .nothing:
+            return
+        case .refuseNotOriginal(let original):
             stats.keyCollisions += 1
             configuration.log("not bridging changes of \(source.name) message \(message.remoteID) from \(message.sender): it "
-                              + "stands under \(id), whose original is \(known.sender)'s")
-            return
-        }
-        if message.deletedAt != nil, known?.deletedAt == nil {
+                              + "stands under \(id), whose original is \(original)'s")
+        case .delete:
             if let deleting = target.adapter as? any DeletingAdapter {
                 try await deleting.delete(remote, in: target.conversation)
                 stats.updates += 1
             }
             try remember(message, id: id, from: source, deleted: true)
-            return
-        }
-        if message.deletedAt == nil, let known, known.deletedAt == nil, known.text != message.text {
+        case .edit(let text):
             if let editing = target.adapter as? any EditingAdapter {
-                try await editing.edit(remote, in: target.conversation, text: message.text)
+                try await editing.edit(remote, in: target.conversation, text: text)
                 stats.updates += 1
             }
             try remember(message, id: id, from: source, deleted: false)
-        } else if known == nil {
-            try remember(message, id: id, from: source, deleted: message.deletedAt != nil)
+        case .remember(let deleted):
+            try remember(message, id: id, from: source, deleted: deleted)
         }
     }
 
