@@ -37,7 +37,7 @@ extension Bridge {
     func noted(_ resolution: MessageIdentity.Resolution, of message: RemoteMessage, on side: BridgeSide) -> MessageID {
         if let key = resolution.refusedKey, let reason = resolution.collision {
             stats.keyCollisions += 1
-            configuration.log("\(side.name) message \(message.remoteID) from \(message.sender) carries key \(key), which is "
+            log(.warning, "\(side.name) message \(message.remoteID) from \(message.sender) carries key \(key), which is "
                               + "not theirs to use (\(reason)); bridged apart as \(resolution.id)")
         }
         return resolution.id
@@ -124,7 +124,7 @@ extension Bridge {
             return
         case .skipOwnCopy:
             // A copy made from the other side whose mapping is gone cannot be copied back without looping; log it.
-            configuration.log("skipping \(source.name) message \(message.remoteID) sent by the bridge's own account "
+            log(.debug, "skipping \(source.name) message \(message.remoteID) sent by the bridge's own account "
                               + "(a copy made from \(target.name))")
             observer?(.copyFromOtherSide(id, message.remoteID))
             return
@@ -295,7 +295,7 @@ extension Bridge {
     func outgoingCopy(of message: RemoteMessage, id: MessageID, from source: BridgeSide, to target: BridgeSide,
                               replyTo: RemoteID?, unlinkedReply: RemoteID? = nil, attachments: [Attachment]) -> OutgoingMessage {
         if let unsupported = message.metadata[RemoteMessage.unsupportedContentKey] {
-            configuration.log("bridging \(source.name) message \(message.remoteID) of unsupported content type \(unsupported) "
+            log(.info, "bridging \(source.name) message \(message.remoteID) of unsupported content type \(unsupported) "
                               + "as its fallback text")
         }
         var metadata = Self.relayable(message.metadata)
@@ -436,7 +436,7 @@ extension Bridge {
             return
         case .refuseNotOriginal(let original):
             stats.keyCollisions += 1
-            configuration.log("not bridging changes of \(source.name) message \(message.remoteID) from \(message.sender): it "
+            log(.warning, "not bridging changes of \(source.name) message \(message.remoteID) from \(message.sender): it "
                               + "stands under \(id), whose original is \(original)'s")
         case .delete:
             if let deleting = target.adapter as? any DeletingAdapter {

@@ -43,7 +43,7 @@ extension Bridge {
             let id = mapped ?? MessageID.derived(backend: source.backend, remote: message.remoteID)
             observer?(.refused(id, message.remoteID, reason: String(describing: error)))
         }
-        configuration.log("quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID) (bridging it to "
+        log(.warning, "quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID) (bridging it to "
                           + "\(target.name) failed: \(error)); the pair goes on")
     }
 
@@ -54,7 +54,7 @@ extension Bridge {
         guard held.contains(subject) else { return }
         held.removeAll { $0 == subject }
         if try quarantine.release(supersededBy: change, from: source.backend) {
-            configuration.log("released the quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID): a "
+            log(.info, "released the quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID): a "
                               + "newer version was bridged")
         }
     }
@@ -152,7 +152,7 @@ extension Bridge {
                 do {
                     try await apply(operation, to: id, on: target)
                 } catch where Self.isPermanent(error) {
-                    configuration.log("dropped a waiting \(operation.kind) on \(id): \(target.name) refused it (\(error))")
+                    log(.warning, "dropped a waiting \(operation.kind) on \(id): \(target.name) refused it (\(error))")
                 }
             }
             try store.write { try $0.removeBridgeOperation(entry.id) }

@@ -73,6 +73,11 @@ public actor Bridge {
         "bridge:\(a)|\(b)"
     }
 
+    /// Logs `line` at `level`: through `BridgeConfiguration.logger` when it is set, else as a plain line to `log`.
+    func log(_ level: LogLevel, _ line: String) {
+        if let logger = configuration.logger { logger(level, line) } else { configuration.log(line) }
+    }
+
     /// Asks the bridge to stop: a pass in progress finishes the change (or batch of new messages) it is
     /// bridging and ends there (its cursor stays put, so the rest of the page is bridged by the next run), and
     /// `run()` returns. Idempotent.
@@ -256,13 +261,13 @@ public actor Bridge {
                 let culprit = await failingSide(of: source, to: target, after: error)
                 stopped[source.backend] = culprit
                 stats.lastError = "stopped \(source.name) → \(target.name): \(culprit)"
-                configuration.log("bridging \(source.name) → \(target.name) stopped, no retry can fix it: \(culprit); "
+                log(.error, "bridging \(source.name) → \(target.name) stopped, no retry can fix it: \(culprit); "
                                   + "fix the account or the config and restart the bridge (or reload it)")
                 return PassResult(moved: false, hasMore: false)
             }
             stats.lastError = "\(source.name) → \(target.name): \(error)"
             guard signals != nil else {
-                configuration.log("bridging \(source.name) → \(target.name) failed: \(error)")
+                log(.warning, "bridging \(source.name) → \(target.name) failed: \(error)")
                 return PassResult(moved: false, hasMore: false)
             }
             let backoff = heldBack[source.backend]?.nextDelay ?? configuration.retryBase
@@ -270,7 +275,7 @@ public actor Bridge {
             let delay = max(backoff, (error as? SwitchboardError)?.retryAfter ?? .zero)
             heldBack[source.backend] = Backoff(until: ContinuousClock.now + delay,
                                                nextDelay: min(backoff * 2, configuration.retryCap))
-            configuration.log("bridging \(source.name) → \(target.name) failed (retrying in \(delay); the other direction "
+            log(.warning, "bridging \(source.name) → \(target.name) failed (retrying in \(delay); the other direction "
                               + "goes on): \(error)")
             return PassResult(moved: false, hasMore: false)
         }
@@ -297,7 +302,7 @@ public actor Bridge {
                 let culprit = "\(side.name) conversation \(side.conversation): \(error)"
                 for source in direction == .both ? [a, b] : [a] { stopped[source.backend] = culprit }
                 stats.lastError = "stopped: \(culprit)"
-                configuration.log("bridging stopped, no retry can fix it: \(culprit); fix the account or the config and "
+                log(.error, "bridging stopped, no retry can fix it: \(culprit); fix the account or the config and "
                                   + "restart the bridge (or reload it)")
                 failure = failure ?? error
             } catch {
@@ -387,7 +392,7 @@ public actor Bridge {
             } catch {
                 stats.lastError = String(describing: error)
                 let wait = max(delay, (error as? SwitchboardError)?.retryAfter ?? .zero)
-                configuration.log("bridge pass failed (retrying in \(wait)): \(error)")
+                log(.warning, "bridge pass failed (retrying in \(wait)): \(error)")
                 await pause(wait)
                 delay = min(delay * 2, configuration.retryCap)
                 continuation.yield()

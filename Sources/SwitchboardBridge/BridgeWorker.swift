@@ -34,7 +34,7 @@ public struct BridgeWorkerConfiguration: Sendable {
     public var stopGrace: Duration = .seconds(30)
     /// How many times `catchUpOnce` tries a failing pair.
     public var catchUpAttempts = 3
-    /// The bridges' tunables; the worker gives each pair's bridge a `log` of its own that forwards to `logger`.
+    /// The bridges' tunables; the worker gives each pair's bridge a `logger` of its own that forwards to `logger`.
     public var bridge = BridgeConfiguration()
     /// Where the worker's lines and its bridges' go, each from `pair <name>` (the pair it concerns).
     public var logger: any LogSink = SilentLogSink()
@@ -445,22 +445,13 @@ public actor BridgeWorker {
         configuration.logger.log(level, line, source: "pair \(pair)")
     }
 
-    /// The bridge tunables for `pair`: the worker's, with a `log` that sends the bridge's lines to the logger as
-    /// lines about the pair.
+    /// The bridge tunables for `pair`: the worker's, with a `logger` that sends the bridge's lines, with their
+    /// levels, to the worker's logger as lines about the pair.
     private func bridgeConfiguration(_ pair: String) -> BridgeConfiguration {
         var bridge = configuration.bridge
         let logger = configuration.logger, source = "pair \(pair)"
-        bridge.log = { line in logger.log(Self.level(ofBridgeLine: line), line, source: source) }
+        bridge.logger = { level, line in logger.log(level, line, source: source) }
         return bridge
-    }
-
-    /// The level of a line a bridge logged (bridges log plain text): a skipped change is debug, work stopped for
-    /// good an error, a failure a warning, anything else info.
-    static func level(ofBridgeLine line: String) -> LogLevel {
-        if line.hasPrefix("skipping") { return .debug }
-        if line.contains("no retry can fix") { return .error }
-        if line.contains(" failed") { return .warning }
-        return .info
     }
 
     /// Earlier totals plus a bridge's counts (its queue size, lag and error are the current ones).

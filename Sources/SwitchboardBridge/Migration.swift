@@ -21,8 +21,10 @@ public struct MigrationConfiguration: Sendable {
     public var sampleLimit = 10
     /// History page size when counting by paging, or verifying.
     public var historyPageSize = 100
-    /// Where log lines go (never secrets).
+    /// Where log lines go (never secrets), as plain text; used when `logger` is not set.
     public var log: @Sendable (String) -> Void = { _ in }
+    /// Where log lines go with their level (never secrets); when set, `log` is not used.
+    public var logger: (@Sendable (LogLevel, String) -> Void)?
 
     /// Defaults.
     public init() {}
@@ -308,7 +310,7 @@ public actor Migration {
                     break
                 }
                 let wait = max(delay, (error as? SwitchboardError)?.retryAfter ?? .zero)
-                configuration.log("migration page failed (attempt \(attempt) of \(configuration.maxAttempts), "
+                log(.warning, "migration page failed (attempt \(attempt) of \(configuration.maxAttempts), "
                                   + "retrying in \(wait)): \(error)")
                 try? await Task.sleep(for: wait)
                 delay = delay * 2
@@ -349,11 +351,17 @@ public actor Migration {
         }
     }
 
+    /// Logs `line` at `level` (see `MigrationConfiguration.logger`).
+    func log(_ level: LogLevel, _ line: String) {
+        if let logger = configuration.logger { logger(level, line) } else { configuration.log(line) }
+    }
+
     /// The bridge's tunables for a one-way copy.
     private func bridgeConfiguration() -> BridgeConfiguration {
         var bridge = BridgeConfiguration()
         bridge.batchSize = configuration.batchSize
         bridge.log = configuration.log
+        bridge.logger = configuration.logger
         // A migration carries the migrating account's own messages too; only copies made from the target are not.
         bridge.copiesOwnMessages = true
         return bridge

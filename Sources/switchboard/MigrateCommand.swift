@@ -37,9 +37,7 @@ enum MigrateCommand {
         configuration.estimateTotal = !options.has("no-estimate")
         // The copy's log lines, timestamped like the bridge's (errors before the copy keep the plain prefix).
         let logger = CommandLogger(minimumLevel: .info)
-        configuration.log = { line in
-            logger.log(line.contains(" failed") || line.contains("no retry can fix") ? .warning : .info, line, source: "migration")
-        }
+        configuration.logger = { level, line in logger.log(level, line, source: "migration") }
         if options.value("store") != nil, options.value("database-url") != nil {
             throw UsageError("give --store or --database-url, not both")
         }
