@@ -207,7 +207,7 @@ extension Bridge {
     func isOwnCopy(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide) -> Bool {
         guard message.sender == source.adapter.localUser else { return false }
         guard configuration.copiesOwnMessages else { return true }
-        return message.metadata["bridge.origin"]?.hasPrefix("\(target.backend):") == true
+        return BridgeDecision.isCopy(message, madeFrom: target.backend)
     }
 
     /// `resolve` and `copyState` of every message of a page that may go in a batch, in one read transaction

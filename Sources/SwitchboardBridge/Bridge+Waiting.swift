@@ -84,10 +84,13 @@ extension Bridge {
         }
     }
 
-    /// Loads what the quarantine holds (`held`), then bridges the changes an operator asked to retry; each that
-    /// fails again is held again.
+    /// Loads what the quarantine holds (`held`, once per bridge: holds and releases keep it up to date after), then
+    /// bridges the changes an operator asked to retry; each that fails again is held again.
     func bridgeRetryRequests(_ direction: Direction) async throws {
-        held = try quarantine.entries().map { BridgeQuarantine.Subject(source: $0.source, change: $0.change) }
+        if !heldLoaded {
+            held = try quarantine.heldEntries().map { BridgeQuarantine.Subject(source: $0.source, change: $0.change) }
+            heldLoaded = true
+        }
         for entry in try quarantine.takeRetryRequests() {
             let (source, target) = entry.source == a.backend ? (a, b) : (b, a)
             guard entry.source == a.backend || entry.source == b.backend, direction == .both || source.backend == a.backend

@@ -33,9 +33,12 @@ public actor Bridge {
     /// The send time of the oldest change read and not yet bridged (nil once a catch-up found nothing left): what
     /// the status line's lag is measured from, so a pair that is stuck shows a growing lag.
     var oldestUnbridged: Date?
-    /// What the quarantine holds (loaded at each catch-up's start, kept up to date by each hold and release): a
-    /// bridged change looks here, not in the store, for a held older version of itself to release.
+    /// What the quarantine holds (loaded at the first catch-up, kept up to date by each hold and release; an
+    /// operator's drop only leaves an entry here that releases nothing): a bridged change looks here, not in the
+    /// store, for a held older version of itself to release.
     var held: [BridgeQuarantine.Subject] = []
+    /// Whether `held` was loaded from the store.
+    var heldLoaded = false
     var stats = BridgeStats()
     var wake: AsyncStream<Void>.Continuation?
     var liveTasks: [Task<Void, Never>] = []

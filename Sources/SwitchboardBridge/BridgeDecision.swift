@@ -100,6 +100,12 @@ enum BridgeDecision {
         return .nothing
     }
 
+    /// Whether `message` says it is a copy made from backend `other` (its `bridge.origin`, which a bridge sets on
+    /// every copy); only meaningful for a message of the side's own account, which alone writes it there.
+    static func isCopy(_ message: RemoteMessage, madeFrom other: BackendID) -> Bool {
+        message.metadata["bridge.origin"]?.hasPrefix("\(other):") == true
+    }
+
     /// Whether `message`, found under a copied ID on `source`, is the original this pair copied, by its author:
     /// only then may its edits and deletes change the copy. Anything else standing under the ID (a row someone
     /// inserted under the key before the bridge's copy, say) is not the original, whatever it says.

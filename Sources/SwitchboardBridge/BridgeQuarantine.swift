@@ -67,7 +67,12 @@ public struct BridgeQuarantine: Sendable {
     /// Every entry, oldest first; `retryRequested` marks those an operator asked to retry.
     public func entries() throws -> [Entry] {
         try adoptLegacyEntries()
-        return try store.read { tx in
+        return try heldEntries()
+    }
+
+    /// `entries()` without first adopting an older version's entries (a `Bridge` adopted them when it opened).
+    func heldEntries() throws -> [Entry] {
+        try store.read { tx in
             let requested = Set(try requests(tx).compactMap(Self.requestedID))
             return try heldOperations(tx).compactMap { Self.entry($0, retry: requested.contains($0.id)) }
         }

@@ -157,6 +157,15 @@ public struct NotCarried: Sendable, Hashable {
             }
         }
 
+        /// Whether the message was not copied at all (refused, or a copy from the target), as opposed to deleted
+        /// at the source or copied as its fallback text.
+        public var isNotCopied: Bool {
+            switch self {
+            case .refused, .copyFromTarget: true
+            case .deletedAtSource, .unsupportedContent: false
+            }
+        }
+
         /// A stable name, for JSON.
         public var name: String {
             switch self {

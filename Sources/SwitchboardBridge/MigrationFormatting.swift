@@ -41,7 +41,7 @@ extension MigrationReport {
         lines.append("  copied:          \(MigrationFormat.number(copied))")
         lines.append("  already present: \(MigrationFormat.number(alreadyPresent))")
         lines.append("  skipped deleted: \(MigrationFormat.number(skippedDeleted))")
-        let notCopied = notCarried.filter { if case .refused = $0.reason { true } else { $0.reason == .copyFromTarget } }.count
+        let notCopied = notCarried.filter(\.reason.isNotCopied).count
         lines.append("  not copied:      \(MigrationFormat.number(notCopied))")
         lines.append("  failed:          \(MigrationFormat.number(failed))")
         lines.append(String(format: "  duration:        %.1f s (copying %.1f s)", duration, copyDuration))

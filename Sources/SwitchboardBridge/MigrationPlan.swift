@@ -61,7 +61,7 @@ extension Migration {
                     present.insert(id)
                 } else if earlier.present.contains(id) || earlier.skipped.contains(id) {
                     continue  // handled by an earlier run, counted there
-                } else if message.sender == own, message.metadata["bridge.origin"]?.hasPrefix("\(targetBackend):") == true {
+                } else if message.sender == own, BridgeDecision.isCopy(message, madeFrom: targetBackend) {
                     notCarried.append(NotCarried(id: id, sourceRemoteID: remote, reason: .copyFromTarget))
                 } else if message.deletedAt != nil {
                     notCarried.append(NotCarried(id: id, sourceRemoteID: remote, reason: .deletedAtSource))

@@ -3,6 +3,7 @@ import MemoryAdapter
 import SwitchboardBridge
 import SwitchboardCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// The two directions of a pair are independent: a failure one way does not stop the other.
@@ -14,15 +15,6 @@ struct BridgeDirectionTests {
         _ = try await adapter.publish(prepared)
     }
 
-    /// Polls `condition` until it holds (true) or 30 s pass (false, so the caller's expectation fails).
-    private func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
-    }
 
     @Test("a catch-up whose one direction fails still bridges the other, then throws that direction's error")
     func catchUpGoesOnTheOtherWay() async throws {
@@ -57,16 +49,16 @@ struct BridgeDirectionTests {
         let bridge = try pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
-        #expect(await eventually { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
+        #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
         for index in 0..<3 { try await send(pair.bob, "bob \(index)", in: "room-right") }
-        #expect(try await eventually { try await pair.messages(pair.left, "room-left", as: "alice").count == 4 },
+        #expect(try await conditionHolds { try await pair.messages(pair.left, "room-left", as: "alice").count == 4 },
                 "bob's messages crossed while left → right backed off")
         #expect(await bridge.currentStats.lastError?.hasPrefix("left → right: ") == true)
         #expect(!lines.all.contains { $0.contains("bridge pass failed") }, "the pair as a whole never paused")
         gate.closed = false
-        #expect(try await eventually { try await pair.messages(pair.right, "room-right", as: "bob").count == 4 },
+        #expect(try await conditionHolds { try await pair.messages(pair.right, "room-right", as: "bob").count == 4 },
                 "alice's message crossed once the target took publishes again")
-        #expect(await eventually { await bridge.currentStats.lastError == nil })
+        #expect(await conditionHolds { await bridge.currentStats.lastError == nil })
         await bridge.stop()
         await running.value
         #expect(try await pair.messages(pair.left, "room-left", as: "alice").count == 4)
@@ -89,9 +81,9 @@ extension BridgeDirectionTests {
         let bridge = try pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
-        #expect(await eventually { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
+        #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
         try await send(pair.bob, "bob 1", in: "room-right")
-        #expect(try await eventually { try await pair.messages(pair.left, "room-left", as: "alice").count == 2 })
+        #expect(try await conditionHolds { try await pair.messages(pair.left, "room-left", as: "alice").count == 2 })
         await bridge.stop()
         await running.value
         // A wake reads the right side a page or two; a loop that kept going while left → right backs off reads it
@@ -115,7 +107,7 @@ extension BridgeDirectionTests {
         let bridge = try pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
-        #expect(await eventually { lines.all.contains { $0.contains("left → right failed (retrying in 90.0 seconds") } },
+        #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed (retrying in 90.0 seconds") } },
                 "\(lines.all)")
         await bridge.stop()
         await running.value

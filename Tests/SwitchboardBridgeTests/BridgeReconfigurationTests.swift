@@ -4,6 +4,7 @@ import SwitchboardBridge
 import SwitchboardCore
 import SwitchboardStore
 import Synchronization
+import TestSupport
 import Testing
 
 /// The pure decision of a reload: which pairs start, stop, restart or run on.
@@ -163,15 +164,6 @@ struct BridgeWorkerReconfigurationTests {
         return configuration
     }
 
-    /// Waits until `condition` holds (up to 30 s); returns whether it did.
-    private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
 
     /// Added, removed and unchanged pairs while the unchanged one has a publish in flight.
     @Test("a removed pair stops and frees its lease, an added one bridges, an unchanged one keeps its change in flight")
@@ -183,30 +175,30 @@ struct BridgeWorkerReconfigurationTests {
                                   configuration: configuration(log))
         let running = Task { await worker.run() }
         try await rooms.send("old 0", inLeft: 2)
-        #expect(try await eventually { try await rooms.rightTexts(2) == ["old 0"] })
+        #expect(try await conditionHolds { try await rooms.rightTexts(2) == ["old 0"] })
 
         // A slow publish of general is in flight while the reload happens.
         rooms.right.faults.publishDelay = .milliseconds(800)
         let calls = rooms.right.faults.publishCallCount
         try await rooms.send("general 0", inLeft: 1)
-        #expect(try await eventually { rooms.right.faults.publishCallCount > calls })
+        #expect(await conditionHolds { rooms.right.faults.publishCallCount > calls })
         let plan = try await worker.reconfigure(pairs: [rooms.pair("general", 1, 1), rooms.pair("new", 3, 3)])
         #expect(plan == BridgeReconfiguration(added: ["new"], removed: ["old"], unchanged: ["general"]))
         #expect(await worker.status().map(\.name) == ["general", "new"])
 
-        #expect(try await eventually { try rooms.store.leaseOwner(BridgeWorker.leaseName("old"), now: Date()) == nil },
+        #expect(try await conditionHolds { try rooms.store.leaseOwner(BridgeWorker.leaseName("old"), now: Date()) == nil },
                 "the removed pair's lease was not released")
         #expect(try rooms.store.acquireLease(BridgeWorker.leaseName("old"), owner: "another", ttl: 60, now: Date()),
                 "another worker cannot take the removed pair")
-        #expect(try await eventually { try await rooms.rightTexts(1) == ["general 0"] }, "the change in flight was dropped")
+        #expect(try await conditionHolds { try await rooms.rightTexts(1) == ["general 0"] }, "the change in flight was dropped")
         rooms.right.faults.publishDelay = .zero
         try await rooms.send("new 0", inLeft: 3)
-        #expect(try await eventually { try await rooms.rightTexts(3) == ["new 0"] })
+        #expect(try await conditionHolds { try await rooms.rightTexts(3) == ["new 0"] })
         try await rooms.send("general 1", inLeft: 1)
-        #expect(try await eventually { try await rooms.rightTexts(1) == ["general 0", "general 1"] })
+        #expect(try await conditionHolds { try await rooms.rightTexts(1) == ["general 0", "general 1"] })
         try await rooms.send("old 1", inLeft: 2)
         try await rooms.send("new 1", inLeft: 3)
-        #expect(try await eventually { try await rooms.rightTexts(3) == ["new 0", "new 1"] })
+        #expect(try await conditionHolds { try await rooms.rightTexts(3) == ["new 0", "new 1"] })
         #expect(try await rooms.rightTexts(2) == ["old 0"], "the removed pair still bridges")
 
         #expect(log.lines(from: "pair general", containing: "took the lease").count == 1, "the unchanged pair was restarted")
@@ -228,7 +220,7 @@ struct BridgeWorkerReconfigurationTests {
         let worker = BridgeWorker(store: rooms.store, pairs: [rooms.pair("general", 1, 1)], configuration: configuration(log))
         let running = Task { await worker.run() }
         try await rooms.send("hello", inLeft: 1)
-        #expect(try await eventually { try await rooms.rightTexts(1) == ["hello"] })
+        #expect(try await conditionHolds { try await rooms.rightTexts(1) == ["hello"] })
 
         await #expect(throws: SwitchboardError.self) {
             try await worker.reconfigure(pairs: [rooms.pair("general", 1, 4), rooms.pair("general", 2, 2)])
@@ -237,11 +229,11 @@ struct BridgeWorkerReconfigurationTests {
 
         let plan = try await worker.reconfigure(pairs: [rooms.pair("general", 1, 4)])
         #expect(plan == BridgeReconfiguration(changed: ["general"]))
-        #expect(try await eventually { log.lines(from: "pair general", containing: "took the lease").count == 2 })
+        #expect(await conditionHolds { log.lines(from: "pair general", containing: "took the lease").count == 2 })
         #expect(log.lines(from: "pair general", containing: "stopped; lease released").count == 1)
         // "hello" has its copy on the right backend already (the ID map is per backend), so only "again" crosses.
         try await rooms.send("again", inLeft: 1)
-        #expect(try await eventually { try await rooms.rightTexts(4) == ["again"] }, "the new definition does not bridge")
+        #expect(try await conditionHolds { try await rooms.rightTexts(4) == ["again"] }, "the new definition does not bridge")
         #expect(try await rooms.rightTexts(1) == ["hello"], "the old definition still bridges")
         await worker.stop()
         await running.value

@@ -3,6 +3,7 @@ import MemoryAdapter
 import SwitchboardBridge
 import SwitchboardCore
 import SwitchboardStore
+import TestSupport
 import Testing
 
 /// Bridge workers in-process over memory backends and one SQLite store.
@@ -34,15 +35,6 @@ struct BridgeWorkerTests {
         _ = try await adapter.publish(prepared)
     }
 
-    /// Waits until `condition` holds (up to 30 s); returns whether it did.
-    private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
 
     /// Hand-over between two in-process workers, and lease release on stop.
     @Test("one worker holds the pair, the other stands by and takes over when it stops; stop releases the lease")
@@ -53,20 +45,20 @@ struct BridgeWorkerTests {
         let one = BridgeWorker(store: pair.store, pairs: [workerPair(pair)], configuration: configuration("one"))
         let two = BridgeWorker(store: pair.store, pairs: [workerPair(pair)], configuration: configuration("two"))
         let runOne = Task { await one.run() }
-        #expect(try await eventually { try pair.store.leaseOwner(lease, now: Date()) == "one" })
+        #expect(try await conditionHolds { try pair.store.leaseOwner(lease, now: Date()) == "one" })
         let runTwo = Task { await two.run() }
         for index in 0..<5 { try await send(pair.alice, "alice \(index)", in: "room-left") }
-        #expect(try await eventually { try await pair.messages(pair.right, "room-right", as: "bob").count == 5 })
-        #expect(try await eventually { await two.status().first?.state == .standby(holder: "one") })
+        #expect(try await conditionHolds { try await pair.messages(pair.right, "room-right", as: "bob").count == 5 })
+        #expect(await conditionHolds { await two.status().first?.state == .standby(holder: "one") })
         #expect(await two.status().first?.line.hasPrefix("pair general: standby (lease held by one)") == true)
         let oneLine = await one.status().first?.line
         #expect(oneLine?.hasPrefix("pair general: a→b 5, b→a 0, updates 0, waiting 0, quarantined 0, collisions 0, lag ") == true, "\(oneLine ?? "")")
 
         await one.stop()
         await runOne.value
-        #expect(try await eventually { try pair.store.leaseOwner(lease, now: Date()) == "two" })
+        #expect(try await conditionHolds { try pair.store.leaseOwner(lease, now: Date()) == "two" })
         for index in 0..<5 { try await send(pair.bob, "bob \(index)", in: "room-right") }
-        #expect(try await eventually { try await pair.messages(pair.left, "room-left", as: "alice").count == 10 })
+        #expect(try await conditionHolds { try await pair.messages(pair.left, "room-left", as: "alice").count == 10 })
         await two.stop()
         await runTwo.value
         #expect(try pair.store.leaseOwner(lease, now: Date()) == nil)
@@ -84,7 +76,7 @@ struct BridgeWorkerTests {
         let worker = BridgeWorker(store: pair.store, pairs: [workerPair(pair)], configuration: configuration("solo"))
         let running = Task { await worker.run() }
         // Stop while the first publish is in flight (it takes 600 ms).
-        #expect(try await eventually { pair.right.faults.publishCallCount >= 1 })
+        #expect(await conditionHolds { pair.right.faults.publishCallCount >= 1 })
         await worker.stop()
         await running.value
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
