@@ -13,7 +13,9 @@ import SwitchboardStore
 /// (serialization failure, deadlock) or whose connection dropped before COMMIT is rolled back and run again, so a
 /// `write` body must not have effects outside the transaction it is given (it may run more than once).
 /// Connections come from a small pool; a broken one is dropped and replaced, so the store survives a restart of
-/// the server. Do not call the store again from inside a `read` or `write` body.
+/// the server. Async `read` and `write` run on the store's own threads, one per connection, so waiting for a
+/// connection, for a lock another session holds, or before a retry never holds a thread of Swift's cooperative
+/// pool. Do not call the store again from inside a `read` or `write` body.
 public final class PostgresStore: LeaseStore {
     /// The schema holding the tables.
     public let schema: String
@@ -21,6 +23,8 @@ public final class PostgresStore: LeaseStore {
     private let pool: PostgresConnectionPool
     /// The migrations this `init` applied (empty when the schema was already up to date).
     let migrationsAppliedAtOpen: [String]
+    /// The threads async `read` and `write` run on, as many as there are connections.
+    public let executor: BlockingExecutor
     /// How many times a transaction runs at most when concurrent writers keep conflicting.
     private static let serializationAttempts = 20
     /// How many times a transaction runs at most when its connection keeps failing.
@@ -39,6 +43,7 @@ public final class PostgresStore: LeaseStore {
             throw SwitchboardError(.invalidArgument, "a PostgreSQL schema name has 1 to 63 bytes and no NUL")
         }
         self.schema = schema
+        executor = BlockingExecutor(name: "switchboard.postgres", threads: max(1, maxConnections))
         pool = PostgresConnectionPool(url: url, maxConnections: max(1, maxConnections),
                                       notices: { notice in logger.log(.debug, notice, source: "postgres") })
         let connection: PostgresConnection
@@ -59,14 +64,14 @@ public final class PostgresStore: LeaseStore {
         }
     }
 
-    /// Runs `body` in one SERIALIZABLE transaction, run again when a concurrent writer forces a retry; any throw of
-    /// `body` rolls back and rethrows the same error.
-    public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    /// Runs `body` in one SERIALIZABLE transaction on the calling thread, run again when a concurrent writer forces a
+    /// retry; any throw of `body` rolls back and rethrows the same error.
+    public func writeBlocking<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try transaction(isReadOnly: false) { try body($0) }
     }
 
-    /// Runs `body` against a consistent read snapshot (REPEATABLE READ READ ONLY).
-    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    /// Runs `body` against a consistent read snapshot (REPEATABLE READ READ ONLY) on the calling thread.
+    public func readBlocking<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try transaction(isReadOnly: true) { try body($0) }
     }
 
@@ -90,22 +95,22 @@ public final class PostgresStore: LeaseStore {
 
     /// Takes the lease `name` for `owner` until `now + ttl` when it is free, expired or already `owner`'s (which
     /// renews it); returns whether `owner` holds it now. Atomic across processes.
-    public func acquireLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
+    public func acquireLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
         try transaction(isReadOnly: false) { try $0.acquireLease(name, owner: owner, ttl: ttl, now: now) }
     }
 
     /// Extends `owner`'s lease to `now + ttl`; false when someone else took it over or it was released.
-    public func renewLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
+    public func renewLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
         try transaction(isReadOnly: false) { try $0.renewLease(name, owner: owner, ttl: ttl, now: now) }
     }
 
     /// Gives up `owner`'s lease; does nothing when `owner` does not hold it.
-    public func releaseLease(_ name: String, owner: String) throws {
+    public func releaseLeaseBlocking(_ name: String, owner: String) throws {
         try transaction(isReadOnly: false) { try $0.releaseLease(name, owner: owner) }
     }
 
     /// The owner of the lease at `now`, or nil when it is free or expired.
-    public func leaseOwner(_ name: String, now: Date) throws -> String? {
+    public func leaseOwnerBlocking(_ name: String, now: Date) throws -> String? {
         try transaction(isReadOnly: true) { try $0.leaseOwner(name, now: now) }
     }
 

@@ -5,7 +5,9 @@ import SwitchboardCore
 
 /// The embedded `Store`: one SQLite file in WAL mode, one connection, every access serialised through a `Mutex`.
 ///
-/// Do not call the store again from inside a `read` or `write` body: the lock is not reentrant.
+/// Async `read` and `write` calls run one after another on the store's own thread, which owns the connection
+/// for them; blocking calls from other threads take the same lock. Do not call the store again from inside a
+/// `read` or `write` body: the lock is not reentrant.
 public final class SQLiteStore: LeaseStore {
     /// The `application_id` in the header of every Switchboard database ("SBRD").
     public static let applicationID: Int32 = SwitchboardSchema.applicationID
@@ -18,6 +20,8 @@ public final class SQLiteStore: LeaseStore {
     let migrationsAppliedAtOpen: [String]
     /// Checkpoints the WAL off the commit path (nil for `:memory:`).
     private let checkpointer: WALCheckpointer?
+    /// The one thread async `read` and `write` run on: the connection serves one transaction at a time anyway.
+    public let executor = BlockingExecutor(name: "switchboard.sqlite")
 
     /// Opens (creating and migrating if needed) the Switchboard database at `path`; `:memory:` gives a private one.
     ///
@@ -54,34 +58,35 @@ public final class SQLiteStore: LeaseStore {
         self.connection = Mutex(connection)
     }
 
-    /// Runs `body` in one write transaction (BEGIN IMMEDIATE); any throw rolls back and rethrows the first error.
-    public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    /// Runs `body` in one write transaction (BEGIN IMMEDIATE) on the calling thread; any throw rolls back and
+    /// rethrows the first error.
+    public func writeBlocking<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try transaction(isReadOnly: false) { try body($0) }
     }
 
-    /// Runs `body` against a consistent read snapshot (BEGIN DEFERRED with writes refused).
-    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    /// Runs `body` against a consistent read snapshot (BEGIN DEFERRED with writes refused) on the calling thread.
+    public func readBlocking<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try transaction(isReadOnly: true) { try body($0) }
     }
 
     /// Takes the lease `name` for `owner` until `now + ttl` when it is free, expired or already `owner`'s (which
     /// renews it); returns whether `owner` holds it now.
-    public func acquireLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
+    public func acquireLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
         try transaction(isReadOnly: false) { try $0.acquireLease(name, owner: owner, ttl: ttl, now: now) }
     }
 
     /// Extends `owner`'s lease to `now + ttl`; false when someone else took it over or it was released.
-    public func renewLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
+    public func renewLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
         try transaction(isReadOnly: false) { try $0.renewLease(name, owner: owner, ttl: ttl, now: now) }
     }
 
     /// Gives up `owner`'s lease; does nothing when `owner` does not hold it.
-    public func releaseLease(_ name: String, owner: String) throws {
+    public func releaseLeaseBlocking(_ name: String, owner: String) throws {
         try transaction(isReadOnly: false) { try $0.releaseLease(name, owner: owner) }
     }
 
     /// The owner of the lease at `now`, or nil when it is free or expired.
-    public func leaseOwner(_ name: String, now: Date) throws -> String? {
+    public func leaseOwnerBlocking(_ name: String, now: Date) throws -> String? {
         try transaction(isReadOnly: true) { try $0.leaseOwner(name, now: now) }
     }
 

@@ -203,29 +203,71 @@ public protocol StoreTransaction: BridgeRecordTransaction {
 }
 
 /// Persistence behind one protocol: SQLite embedded, PostgreSQL shared.
+///
+/// Async code calls `read` and `write`, which run the transaction on the store's own threads (its
+/// `executor`) and suspend the caller meanwhile, so Swift's cooperative pool never waits on a lock, a disk or a
+/// database server. `readBlocking` and `writeBlocking` run it on the calling thread: for threads that may block
+/// (a server's request threads, command-line set-up, tests).
 public protocol Store: Sendable {
-    /// Runs `body` in one write transaction (IMMEDIATE); any throw rolls back and rethrows.
-    func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
-    /// Runs `body` against a consistent read snapshot.
-    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// Runs `body` in one write transaction (IMMEDIATE) on the calling thread; any throw rolls back and rethrows.
+    func writeBlocking<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// Runs `body` against a consistent read snapshot on the calling thread.
+    func readBlocking<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// The threads `read` and `write` run their transactions on.
+    var executor: BlockingExecutor { get }
+}
+
+extension Store {
+    /// Runs `body` in one write transaction on the store's threads; any throw rolls back and rethrows.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await executor.run { try self.writeBlocking(body) }
+    }
+
+    /// Runs `body` against a consistent read snapshot on the store's threads.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await executor.run { try self.readBlocking(body) }
+    }
 }
 
 /// A store that also hands out named, expiring leases, so several workers sharing it each own distinct work
 /// (a bridge's conversation pair) and take over the work of a worker that died.
 ///
 /// Every operation is atomic across processes sharing the store. `now` is the caller's clock: workers sharing a
-/// store must agree on time to within a small fraction of `ttl`.
+/// store must agree on time to within a small fraction of `ttl`. The operations block the calling thread; async
+/// code uses the `async` forms, which run on the store's `executor`.
 public protocol LeaseStore: Store {
     /// Takes the lease `name` for `owner` until `now + ttl` when it is free, expired at `now`, or already held by
     /// `owner` (which renews it); returns whether `owner` holds it afterwards.
-    func acquireLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool
+    func acquireLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool
     /// Extends `owner`'s lease to `now + ttl`; false when another owner took it over or it was released. A lease
     /// that expired but was taken by nobody is still `owner`'s and is renewed.
-    func renewLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool
+    func renewLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool
     /// Gives up the lease when `owner` holds it; does nothing otherwise.
-    func releaseLease(_ name: String, owner: String) throws
+    func releaseLeaseBlocking(_ name: String, owner: String) throws
     /// The owner of the lease at `now`, or nil when it is free or expired.
-    func leaseOwner(_ name: String, now: Date) throws -> String?
+    func leaseOwnerBlocking(_ name: String, now: Date) throws -> String?
+}
+
+extension LeaseStore {
+    /// Takes or renews the lease `name` for `owner` on the store's threads; whether `owner` holds it afterwards.
+    public func acquireLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) async throws -> Bool {
+        try await executor.run { try self.acquireLeaseBlocking(name, owner: owner, ttl: ttl, now: now) }
+    }
+
+    /// Extends `owner`'s lease on the store's threads; false when another owner took it over or it was released.
+    public func renewLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) async throws -> Bool {
+        try await executor.run { try self.renewLeaseBlocking(name, owner: owner, ttl: ttl, now: now) }
+    }
+
+    /// Gives up `owner`'s lease on the store's threads; does nothing when `owner` does not hold it.
+    public func releaseLease(_ name: String, owner: String) async throws {
+        try await executor.run { try self.releaseLeaseBlocking(name, owner: owner) }
+    }
+
+    /// The owner of the lease at `now`, read on the store's threads; nil when it is free or expired.
+    public func leaseOwner(_ name: String, now: Date) async throws -> String? {
+        try await executor.run { try self.leaseOwnerBlocking(name, now: now) }
+    }
 }
 
 extension StoreTransaction {

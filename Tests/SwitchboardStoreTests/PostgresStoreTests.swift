@@ -120,7 +120,7 @@ struct PostgresStoreTests {
         message.content.attachments = [Fixtures.attachment("a.png", upload: .uploading(progress: 0.5))]
         message.reactions = [Reaction(user: "bob", symbol: "👍", at: Fixtures.time(1))]
         let mapping = IDMapping(messageID: message.id, backend: "supabase", conversation: "room-1", remoteID: "r-1")
-        let operationID = try processes.first.write { transaction in
+        let operationID = try processes.first.writeBlocking { transaction in
             try transaction.upsertMessage(message)
             try transaction.insertMapping(mapping)
             try transaction.upsertOutbox(Fixtures.outbox(message.id, created: 0, due: 0))
@@ -128,7 +128,7 @@ struct PostgresStoreTests {
             return try transaction.enqueuePending(PendingOperation(waitKey: "k", kind: "edit", payload: Data([1]),
                                                                    createdAt: Fixtures.epoch))
         }
-        try processes.second.read { transaction throws in
+        try processes.second.readBlocking { transaction throws in
             #expect(try transaction.message(message.id) == message)
             #expect(try transaction.messageID(backend: "supabase", remoteID: "r-1") == message.id)
             #expect(try transaction.outboxEntry(message.id) != nil)
@@ -136,30 +136,30 @@ struct PostgresStoreTests {
             #expect(try transaction.allPendingOperations().map(\.id) == [operationID])
         }
         // The second process's pending ids continue the same sequence.
-        let next = try processes.second.write {
+        let next = try processes.second.writeBlocking {
             try $0.enqueuePending(PendingOperation(waitKey: "k", kind: "edit", payload: Data(), createdAt: Fixtures.epoch))
         }
         #expect(next > operationID)
-        try processes.second.write { try $0.removeMessage(message.id) }
-        #expect(try processes.first.read { try $0.message(message.id) } == nil)
-        #expect(try processes.first.read { try $0.mappings(of: message.id) }.isEmpty)
+        try processes.second.writeBlocking { try $0.removeMessage(message.id) }
+        #expect(try processes.first.readBlocking { try $0.message(message.id) } == nil)
+        #expect(try processes.first.readBlocking { try $0.mappings(of: message.id) }.isEmpty)
     }
 
     @Test("A read is one snapshot: a write committed meanwhile by another process is not seen inside it")
     func readSnapshot() throws {
         let processes = try TwoProcesses()
         defer { processes.close() }
-        try processes.first.write { try $0.upsertMessage(Fixtures.message(in: "snap")) }
-        let counts = try processes.first.read { transaction in
+        try processes.first.writeBlocking { try $0.upsertMessage(Fixtures.message(in: "snap")) }
+        let counts = try processes.first.readBlocking { transaction in
             let before = try transaction.messageCount(in: "snap")
-            try processes.second.write { try $0.upsertMessage(Fixtures.message(in: "snap")) }
+            try processes.second.writeBlocking { try $0.upsertMessage(Fixtures.message(in: "snap")) }
             return (before, try transaction.messageCount(in: "snap"))
         }
         #expect(counts.0 == 1 && counts.1 == 1)
-        #expect(try processes.first.read { try $0.messageCount(in: "snap") } == 2)
+        #expect(try processes.first.readBlocking { try $0.messageCount(in: "snap") } == 2)
         // A read transaction refuses writes.
         let refused = #expect(throws: SwitchboardError.self) {
-            try processes.first.read { try $0.upsertMessage(Fixtures.message(in: "snap")) }
+            try processes.first.readBlocking { try $0.upsertMessage(Fixtures.message(in: "snap")) }
         }
         #expect(refused?.code == .storage)
     }
@@ -185,7 +185,7 @@ struct PostgresStoreTests {
             let ids = (0..<stores.count).map { _ in MessageID.make() }
             let outcomes = Self.concurrently(stores.count) { index -> SwitchboardError.Code? in
                 do {
-                    try stores[index].write { transaction in
+                    try stores[index].writeBlocking { transaction in
                         // Each process also writes its message, so a loser must leave no trace of it either.
                         try transaction.upsertMessage(Fixtures.message(ids[index], in: "race"))
                         try transaction.insertMapping(IDMapping(messageID: ids[index], backend: "xmtp",
@@ -202,7 +202,7 @@ struct PostgresStoreTests {
             #expect(winners.count == 1, "round \(round): \(outcomes)")
             #expect(outcomes.filter { $0 != nil }.allSatisfy { $0 == .conflict }, "round \(round): \(outcomes)")
             guard let winner = winners.first else { continue }
-            try stores[0].read { transaction throws in
+            try stores[0].readBlocking { transaction throws in
                 #expect(try transaction.messageID(backend: "xmtp", remoteID: remoteID) == ids[winner])
                 for (index, id) in ids.enumerated() {
                     #expect(try transaction.mappings(of: id).count == (index == winner ? 1 : 0))
@@ -210,7 +210,7 @@ struct PostgresStoreTests {
                 }
             }
         }
-        #expect(try stores[1].read { try $0.messageCount(in: "race") } == 10)
+        #expect(try stores[1].readBlocking { try $0.messageCount(in: "race") } == 10)
     }
 
     @Test("Leases: acquire, renew, expire, take over and release across two processes")
@@ -230,11 +230,11 @@ struct PostgresStoreTests {
         let now = Fixtures.epoch
         for round in 0..<10 {
             let results = Self.concurrently(stores.count) { index in
-                (try? stores[index].acquireLease("pair-\(round)", owner: "worker-\(index)", ttl: 30, now: now)) ?? false
+                (try? stores[index].acquireLeaseBlocking("pair-\(round)", owner: "worker-\(index)", ttl: 30, now: now)) ?? false
             }
             #expect(results.filter { $0 }.count == 1, "round \(round): \(results)")
             let winner = results.firstIndex(of: true).map { "worker-\($0)" }
-            #expect(try stores[0].leaseOwner("pair-\(round)", now: now) == winner)
+            #expect(try stores[0].leaseOwnerBlocking("pair-\(round)", now: now) == winner)
         }
     }
 
@@ -246,17 +246,17 @@ struct PostgresStoreTests {
         let store = try PostgresStore(url: cluster.url, schema: schema)
         defer { store.close() }
         let message = Fixtures.message(text: "a\u{0}b\u{0}")
-        try store.write { try $0.upsertMessage(message) }
-        #expect(try store.read { try $0.message(message.id) } == message)
+        try store.writeBlocking { try $0.upsertMessage(message) }
+        #expect(try store.readBlocking { try $0.message(message.id) } == message)
         let admin = try PostgresConnection(url: cluster.url)
         defer { admin.close() }
         #expect(try admin.query("SELECT text FROM \(schema).messages").rows == [["a\u{FFFD}b\u{FFFD}"]])
         let refused = #expect(throws: SwitchboardError.self) {
-            try store.write { try $0.setCursor("a\u{0}b", conversation: "room-1", backend: "memory", kind: .changes) }
+            try store.writeBlocking { try $0.setCursor("a\u{0}b", conversation: "room-1", backend: "memory", kind: .changes) }
         }
         #expect(refused?.code == .invalidArgument)
         // The refusal happened before any statement ran: the store stays usable.
-        #expect(try store.read { try $0.messageCount(in: "room-1") } == 1)
+        #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == 1)
     }
 
     @Test("The store reconnects after the server restarts and after its connections are terminated")
@@ -267,19 +267,19 @@ struct PostgresStoreTests {
         defer { own.cleanUp() }
         let store = try PostgresStore(url: own.url)
         defer { store.close() }
-        try store.write { try $0.upsertMessage(Fixtures.message(in: "restart")) }
+        try store.writeBlocking { try $0.upsertMessage(Fixtures.message(in: "restart")) }
 
         try await offCooperativePool { try own.cluster.stop() }
         let down = #expect(throws: SwitchboardError.self) {
-            try store.read { try $0.messageCount(in: "restart") }
+            try store.readBlocking { try $0.messageCount(in: "restart") }
         }
         #expect(down?.code == .storage)
         #expect(down?.isRetryable == true)
         #expect(try await offCooperativePool { try own.cluster.start() } == own.url)
 
-        #expect(try store.read { try $0.messageCount(in: "restart") } == 1)
-        try store.write { try $0.upsertMessage(Fixtures.message(in: "restart")) }
-        #expect(try store.read { try $0.messageCount(in: "restart") } == 2)
+        #expect(try store.readBlocking { try $0.messageCount(in: "restart") } == 1)
+        try store.writeBlocking { try $0.upsertMessage(Fixtures.message(in: "restart")) }
+        #expect(try store.readBlocking { try $0.messageCount(in: "restart") } == 2)
 
         // Terminating every backend: the idle pooled connections are dead; the next calls replace them.
         let admin = try PostgresConnection(url: own.url)
@@ -289,8 +289,8 @@ struct PostgresStoreTests {
             WHERE pid <> pg_backend_pid() AND datname = current_database() AND backend_type = 'client backend'
             """)
         #expect(terminated.rows.first?.first.flatMap { $0.flatMap { Int($0) } } ?? 0 >= 1)
-        try store.write { try $0.upsertMessage(Fixtures.message(in: "restart")) }
-        #expect(try store.read { try $0.messageCount(in: "restart") } == 3)
+        try store.writeBlocking { try $0.upsertMessage(Fixtures.message(in: "restart")) }
+        #expect(try store.readBlocking { try $0.messageCount(in: "restart") } == 3)
         _ = try? await offCooperativePool { own.cleanUp() }  // the deferred one then finds it stopped
     }
 }
@@ -317,29 +317,29 @@ enum LeaseChecks {
     /// Walks a lease through acquire, renew, refusal, expiry, takeover and release between `a` and `b`.
     static func run(_ a: any LeaseStore, _ b: any LeaseStore) throws {
         let t0 = Fixtures.epoch
-        #expect(try a.leaseOwner("pair", now: t0) == nil)
-        #expect(try a.acquireLease("pair", owner: "A", ttl: 10, now: t0))
-        #expect(try b.leaseOwner("pair", now: t0) == "A")
+        #expect(try a.leaseOwnerBlocking("pair", now: t0) == nil)
+        #expect(try a.acquireLeaseBlocking("pair", owner: "A", ttl: 10, now: t0))
+        #expect(try b.leaseOwnerBlocking("pair", now: t0) == "A")
         // Held and unexpired: B is refused, A re-acquiring renews.
-        #expect(try !b.acquireLease("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(5)))
-        #expect(try a.acquireLease("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(5)))
-        #expect(try a.renewLease("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(9)))
-        #expect(try !b.renewLease("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(9)))
+        #expect(try !b.acquireLeaseBlocking("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(5)))
+        #expect(try a.acquireLeaseBlocking("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(5)))
+        #expect(try a.renewLeaseBlocking("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(9)))
+        #expect(try !b.renewLeaseBlocking("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(9)))
         // Renewed until t0 + 19: still A's at t0 + 18, expired at t0 + 19.
-        #expect(try b.leaseOwner("pair", now: t0.addingTimeInterval(18)) == "A")
-        #expect(try !b.acquireLease("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(18)))
-        #expect(try b.leaseOwner("pair", now: t0.addingTimeInterval(19)) == nil)
+        #expect(try b.leaseOwnerBlocking("pair", now: t0.addingTimeInterval(18)) == "A")
+        #expect(try !b.acquireLeaseBlocking("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(18)))
+        #expect(try b.leaseOwnerBlocking("pair", now: t0.addingTimeInterval(19)) == nil)
         // Expired: B takes it over; A can neither renew nor release it any more.
-        #expect(try b.acquireLease("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(20)))
-        #expect(try !a.renewLease("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(21)))
-        try a.releaseLease("pair", owner: "A")
-        #expect(try a.leaseOwner("pair", now: t0.addingTimeInterval(21)) == "B")
+        #expect(try b.acquireLeaseBlocking("pair", owner: "B", ttl: 10, now: t0.addingTimeInterval(20)))
+        #expect(try !a.renewLeaseBlocking("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(21)))
+        try a.releaseLeaseBlocking("pair", owner: "A")
+        #expect(try a.leaseOwnerBlocking("pair", now: t0.addingTimeInterval(21)) == "B")
         // Other leases are independent.
-        #expect(try a.acquireLease("other", owner: "A", ttl: 10, now: t0.addingTimeInterval(21)))
+        #expect(try a.acquireLeaseBlocking("other", owner: "A", ttl: 10, now: t0.addingTimeInterval(21)))
         // Released: free at once for anyone.
-        try b.releaseLease("pair", owner: "B")
-        #expect(try a.leaseOwner("pair", now: t0.addingTimeInterval(22)) == nil)
-        #expect(try a.acquireLease("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(22)))
-        #expect(try b.leaseOwner("other", now: t0.addingTimeInterval(22)) == "A")
+        try b.releaseLeaseBlocking("pair", owner: "B")
+        #expect(try a.leaseOwnerBlocking("pair", now: t0.addingTimeInterval(22)) == nil)
+        #expect(try a.acquireLeaseBlocking("pair", owner: "A", ttl: 10, now: t0.addingTimeInterval(22)))
+        #expect(try b.leaseOwnerBlocking("other", now: t0.addingTimeInterval(22)) == "A")
     }
 }

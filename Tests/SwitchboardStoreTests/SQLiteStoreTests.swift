@@ -33,7 +33,7 @@ struct SQLiteStoreTests {
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.path("store.sqlite"))
         defer { store.close() }
-        try store.write { tx in
+        try store.writeBlocking { tx in
             for index in 0..<100 { try tx.upsertMessage(Fixtures.message(MessageID("m\(index)"), text: String(repeating: "x", count: 500))) }
         }
         #expect(SQLiteConnection.processSettings == SQLITE_OK)
@@ -51,7 +51,7 @@ struct SQLiteStoreTests {
         let entry = Fixtures.outbox(message.id, created: 0, due: 1)
         do {
             let store = try SQLiteStore(path: path)
-            try store.write { transaction in
+            try store.writeBlocking { transaction in
                 try transaction.upsertMessage(message)
                 try transaction.upsertOutbox(entry)
                 try transaction.setCursor("c-7", conversation: "room-1", backend: "memory", kind: .history)
@@ -60,7 +60,7 @@ struct SQLiteStoreTests {
         }
         let reopened = try SQLiteStore(path: path)
         defer { reopened.close() }
-        try reopened.read { transaction throws in
+        try reopened.readBlocking { transaction throws in
             #expect(try transaction.message(message.id) == message)
             #expect(try transaction.outboxEntry(message.id) == entry)
             #expect(try transaction.cursor(conversation: "room-1", backend: "memory", kind: .history) == "c-7")
@@ -74,7 +74,7 @@ struct SQLiteStoreTests {
         let path = directory.path("store.sqlite")
         let store = try SQLiteStore(path: path)
         #expect(try store.journalMode() == "wal")
-        try store.write { try $0.upsertMessage(Fixtures.message()) }
+        try store.writeBlocking { try $0.upsertMessage(Fixtures.message()) }
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
         store.close()
         // WAL is persistent: another program opening the file sees it too.
@@ -96,7 +96,7 @@ struct SQLiteStoreTests {
         // One checkpoint's worth of commits, then a pause: the background checkpoint catches up and restarts the WAL.
         for _ in 0..<WALCheckpointer.commitsPerCheckpoint {
             let message = Fixtures.message()
-            try store.write { try $0.upsertMessage(message) }
+            try store.writeBlocking { try $0.upsertMessage(message) }
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while try raw.text("SELECT count FROM wal_restarts") == "0", ContinuousClock.now < deadline {
@@ -105,8 +105,8 @@ struct SQLiteStoreTests {
         #expect(try raw.text("SELECT count FROM wal_restarts") == "1")
         // The store keeps working on the restarted WAL, and everything written is there.
         let last = Fixtures.message()
-        try store.write { try $0.upsertMessage(last) }
-        #expect(try store.read { try $0.message(last.id) } == last)
+        try store.writeBlocking { try $0.upsertMessage(last) }
+        #expect(try store.readBlocking { try $0.message(last.id) } == last)
         #expect(try raw.text("SELECT count(*) FROM messages") == String(WALCheckpointer.commitsPerCheckpoint + 1))
     }
 
@@ -132,7 +132,7 @@ struct SQLiteStoreTests {
         func write(_ index: Int) throws {
             var message = Fixtures.message()
             message.content.text = String(repeating: "payload \(index) ", count: 40)
-            try store.write { try $0.upsertMessage(message) }
+            try store.writeBlocking { try $0.upsertMessage(message) }
         }
         // Bursts of 50 commits with pauses, as a chat client writes: the background checkpoint catches up in each
         // pause and the WAL restarts, so it never grows past a few bursts' pages (without any checkpoint: ~16 MB).
@@ -247,24 +247,24 @@ struct SQLiteStoreTests {
     func readIsReadOnly() throws {
         let store = try SQLiteStore(path: ":memory:")
         let error = #expect(throws: SwitchboardError.self) {
-            try store.read { try $0.upsertMessage(Fixtures.message()) }
+            try store.readBlocking { try $0.upsertMessage(Fixtures.message()) }
         }
         #expect(error?.code == .storage)
         let stored = Fixtures.message()
-        try store.write { try $0.upsertMessage(stored) }
-        #expect(try store.read { try $0.messageCount(in: "room-1") } == 1)
+        try store.writeBlocking { try $0.upsertMessage(stored) }
+        #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == 1)
         // Every kind of write is refused inside a read, also with a statement a write already prepared.
-        #expect(throws: SwitchboardError.self) { try store.read { try $0.insertNewMessage(Fixtures.message()) } }
-        #expect(throws: SwitchboardError.self) { try store.read { try $0.upsertMessage(stored) } }
-        #expect(throws: SwitchboardError.self) { try store.read { try $0.removeMessage(stored.id) } }
+        #expect(throws: SwitchboardError.self) { try store.readBlocking { try $0.insertNewMessage(Fixtures.message()) } }
+        #expect(throws: SwitchboardError.self) { try store.readBlocking { try $0.upsertMessage(stored) } }
+        #expect(throws: SwitchboardError.self) { try store.readBlocking { try $0.removeMessage(stored.id) } }
         #expect(throws: SwitchboardError.self) {
-            try store.read { try $0.insertMapping(IDMapping(messageID: stored.id, backend: "memory", conversation: "room-1",
+            try store.readBlocking { try $0.insertMapping(IDMapping(messageID: stored.id, backend: "memory", conversation: "room-1",
                                                             remoteID: "r-1")) }
         }
-        #expect(try store.read { try $0.message(stored.id) } == stored)
-        #expect(try store.read { try $0.messageID(backend: "memory", remoteID: "r-1") } == nil)
-        try store.write { try $0.removeMessage(stored.id) }
-        #expect(try store.read { try $0.messageCount(in: "room-1") } == 0)
+        #expect(try store.readBlocking { try $0.message(stored.id) } == stored)
+        #expect(try store.readBlocking { try $0.messageID(backend: "memory", remoteID: "r-1") } == nil)
+        try store.writeBlocking { try $0.removeMessage(stored.id) }
+        #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == 0)
     }
 
     @Test("Reads do not make SQLite compile the cached statements again (no PRAGMA expiring them per read)")
@@ -277,9 +277,9 @@ struct SQLiteStoreTests {
         let rounds = 50
         for index in 0..<rounds {
             let message = Fixtures.message(at: Double(index))
-            try store.write { try $0.insertNewMessage(message) }
-            #expect(try store.read { try $0.message(message.id) } == message)
-            #expect(try store.read { try $0.messageCount(in: "room-1") } == index + 1)
+            try store.writeBlocking { try $0.insertNewMessage(message) }
+            #expect(try store.readBlocking { try $0.message(message.id) } == message)
+            #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == index + 1)
         }
         // A `PRAGMA query_only` around each read expired every statement: the ~15 a round runs (transaction control
         // included) were compiled again in every round, 740 in all. SQLite may still recompile one now and then on its
@@ -300,12 +300,12 @@ struct SQLiteStoreTests {
             }
             let ids = messages.map(\.id)
             let before = try store.statementReprepares()
-            let moved = try store.write { tx in
+            let moved = try store.writeBlocking { tx in
                 for message in messages { try tx.insertNewMessage(message) }
                 return try tx.updateDeliveries(of: ids, from: .pending, to: .received)
             }
             #expect(moved == 3)
-            #expect(try store.read { tx in try ids.compactMap { try tx.message($0)?.delivery } } == Array(repeating: .received, count: 3))
+            #expect(try store.readBlocking { tx in try ids.compactMap { try tx.message($0)?.delivery } } == Array(repeating: .received, count: 3))
             // The first batch prepares its statements; no later one compiles any of them again.
             if batch > 0 { #expect(try store.statementReprepares() == before, "batch \(batch)") }
         }
@@ -315,17 +315,17 @@ struct SQLiteStoreTests {
     func escapedTransaction() throws {
         let store = try SQLiteStore(path: ":memory:")
         var escaped: (any StoreTransaction)?
-        try store.write { escaped = $0 }
+        try store.writeBlocking { escaped = $0 }
         let transaction = try #require(escaped)
         #expect(throws: SwitchboardError.self) { try transaction.upsertMessage(Fixtures.message()) }
-        #expect(try store.read { try $0.messageCount(in: "room-1") } == 0)
+        #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == 0)
     }
 
     @Test("A closed store throws instead of crashing")
     func closedStore() throws {
         let store = try SQLiteStore(path: ":memory:")
         store.close()
-        let error = #expect(throws: SwitchboardError.self) { try store.read { try $0.messageCount(in: "x") } }
+        let error = #expect(throws: SwitchboardError.self) { try store.readBlocking { try $0.messageCount(in: "x") } }
         #expect(error?.code == .storage)
         store.close()
     }
@@ -336,12 +336,12 @@ struct SQLiteStoreTests {
         var message = Fixtures.message()
         let attachment = Fixtures.attachment("tax-return-2024.pdf", upload: .pending)
         message.content.attachments = [attachment, attachment]  // the same attachment twice breaks its key
-        let error = #expect(throws: SwitchboardError.self) { try store.write { try $0.upsertMessage(message) } }
+        let error = #expect(throws: SwitchboardError.self) { try store.writeBlocking { try $0.upsertMessage(message) } }
         #expect(error?.code == .conflict)
         #expect(error?.message.contains("INSERT INTO attachments") == true)
         #expect(error?.message.contains("tax-return-2024") == false)
         #expect(error?.message.contains(attachment.id.rawValue) == false)
-        #expect(try store.read { try $0.message(message.id) } == nil)
+        #expect(try store.readBlocking { try $0.message(message.id) } == nil)
 
         let raw = SQLiteError(extendedCode: SQLiteError.constraintUnique, message: "UNIQUE constraint failed: t.x",
                               sql: "INSERT INTO t (x) VALUES (?)")

@@ -190,12 +190,12 @@ struct StoreJSONTests {
         message.content.metadata = ["k": "v"]
         message.content.attachments = [Fixtures.attachment("a.png", upload: .uploaded)]
         let entry = Fixtures.outbox(message.id, created: 0, due: 0, prepared: Self.preparedMessages[1].1)
-        try store.write { transaction in
+        try store.writeBlocking { transaction in
             try transaction.upsertMessage(message)
             try transaction.upsertOutbox(entry)
         }
-        #expect(try store.read { try $0.message(message.id) } == message)
-        #expect(try store.read { try $0.outboxEntry(message.id) } == entry)
+        #expect(try store.readBlocking { try $0.message(message.id) } == message)
+        #expect(try store.readBlocking { try $0.outboxEntry(message.id) } == entry)
 
         let raw = try RawDatabase(path: path)
         let corruptions: [String] = column == "prepared"
@@ -209,9 +209,9 @@ struct StoreJSONTests {
             }
             let error = #expect(throws: SwitchboardError.self, "\(column) = \(corruption)") {
                 if column == "prepared" {
-                    _ = try store.read { try $0.outboxEntry(message.id) }
+                    _ = try store.readBlocking { try $0.outboxEntry(message.id) }
                 } else {
-                    _ = try store.read { try $0.message(message.id) }
+                    _ = try store.readBlocking { try $0.message(message.id) }
                 }
             }
             #expect(error?.code == .corruptStore)
@@ -231,7 +231,7 @@ struct StoreJSONTests {
         let prepared = PreparedMessage(id: message.id, conversation: "room-1", remoteID: "r/1",
                                        payload: Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 91) }))
         let entry = Fixtures.outbox(message.id, created: 0, due: 0, prepared: prepared)
-        try store.write { transaction in
+        try store.writeBlocking { transaction in
             try transaction.upsertMessage(message)
             try transaction.upsertOutbox(entry)
         }
@@ -243,7 +243,7 @@ struct StoreJSONTests {
         try raw.execute("UPDATE messages SET metadata = '\(oldMetadata.replacingOccurrences(of: "'", with: "''"))'")
         try raw.execute("UPDATE outbox SET prepared = X'\(oldPrepared.map { String(format: "%02x", $0) }.joined())'")
         #expect(try raw.text("SELECT metadata FROM messages") == oldMetadata)
-        #expect(try store.read { try $0.message(message.id) } == message)
-        #expect(try store.read { try $0.outboxEntry(message.id) } == entry)
+        #expect(try store.readBlocking { try $0.message(message.id) } == message)
+        #expect(try store.readBlocking { try $0.outboxEntry(message.id) } == entry)
     }
 }
