@@ -34,7 +34,7 @@ enum BridgeScenario {
                                               [room.rawValue]).first ?? "") ?? 0
         let deadline = ContinuousClock.now + .seconds(60)
         while true {
-            let cursor = try store.read { try $0.bridgeCursor(pair: pair, backend: side.adapter.backend) }
+            let cursor = try await store.read { try $0.bridgeCursor(pair: pair, backend: side.adapter.backend) }
             // `v:<messages>,<reactions>,<receipts>` (or `v:<n>`): the messages version comes first.
             let read = cursor.flatMap { Int64($0.rawValue.dropFirst(2).split(separator: ",").first ?? "") } ?? 0
             if read >= newest { return }
@@ -125,7 +125,7 @@ enum BridgeScenario {
         let room = try await servers.supabaseHarness.createConversation(title: "bench-bridge", members: [bridgeUser, reader])
         let store = try SQLiteStore(path: servers.directory.path("bridge-\(run).sqlite"))
         defer { store.close() }
-        let bridge = try Bridge(
+        let bridge = try await Bridge(
             a: BridgeSide(name: "xmtp", adapter: try group.adapter(group.members[0], database: servers.directory.path("bridge-xmtp-\(run).sqlite")),
                           conversation: group.conversation),
             b: BridgeSide(name: "supabase", adapter: servers.supabaseAdapter(bridgeUser), conversation: room),

@@ -18,7 +18,7 @@ enum IDMapScenario {
         for _ in 0..<options.runs {
             let directory = try BenchDirectory("idmap")
             defer { directory.remove() }
-            let store = try storeRates(path: directory.path("store.sqlite"), messageIDs, remoteIDs, order)
+            let store = try await storeRates(path: directory.path("store.sqlite"), messageIDs, remoteIDs, order)
             let plain = try plainRates(path: directory.path("plain.sqlite"), messageIDs, remoteIDs, order)
             storeWrites.append(store.writes)
             storeReads.append(store.reads)
@@ -40,7 +40,7 @@ enum IDMapScenario {
 
     /// Writes/s and lookups/s through `SQLiteStore`'s `insertMapping` and `messageID(backend:remoteID:)`.
     static func storeRates(path: String, _ messageIDs: [String], _ remoteIDs: [String],
-                           _ order: [Int]) throws -> (writes: Double, reads: Double) {
+                           _ order: [Int]) async throws -> (writes: Double, reads: Double) {
         let store = try SQLiteStore(path: path)
         defer { store.close() }
         let backend: BackendID = "bench"
@@ -53,7 +53,7 @@ enum IDMapScenario {
         let clock = ContinuousClock()
         var start = clock.now
         for chunk in stride(from: 0, to: mappings.count, by: batch) {
-            try store.write { tx in
+            try await store.write { tx in
                 for index in chunk..<min(mappings.count, chunk + batch) { try tx.insertMapping(mappings[index]) }
             }
         }
@@ -61,7 +61,7 @@ enum IDMapScenario {
         start = clock.now
         var found = 0
         for chunk in stride(from: 0, to: remotes.count, by: batch) {
-            found += try store.read { tx in
+            found += try await store.read { tx in
                 var hits = 0
                 for index in chunk..<min(remotes.count, chunk + batch)
                 where try tx.messageID(backend: backend, remoteID: remotes[index]) != nil { hits += 1 }

@@ -19,8 +19,8 @@ public enum MemoryScenario {
         let directory = try BenchDirectory("memory")
         defer { directory.remove() }
         let smallPath = directory.path("small.sqlite"), largePath = directory.path("large.sqlite")
-        try prepare(path: smallPath, count: small)
-        try prepare(path: largePath, count: large)
+        try await prepare(path: smallPath, count: small)
+        try await prepare(path: largePath, count: large)
         let executable = options.executable ?? "/proc/self/exe"
         var smallPeaks: [Double] = [], largePeaks: [Double] = []
         for _ in 0..<options.runs {
@@ -40,12 +40,12 @@ public enum MemoryScenario {
     }
 
     /// Writes `count` received messages of `conversation` into a new store at `path`, in batches.
-    static func prepare(path: String, count: Int) throws {
+    static func prepare(path: String, count: Int) async throws {
         let store = try SQLiteStore(path: path)
         defer { store.close() }
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         for chunk in stride(from: 0, to: count, by: 10_000) {
-            try store.write { tx in
+            try await store.write { tx in
                 for index in chunk..<min(count, chunk + 10_000) {
                     try tx.upsertMessage(Message(
                         id: MessageID(String(format: "m-%09d", index)), conversation: conversation, sender: "bob",

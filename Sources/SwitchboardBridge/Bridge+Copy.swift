@@ -19,18 +19,18 @@ extension Bridge {
     }
 
     /// The `MessageID` of a source message's reaction or receipt target: the map, else the derivation.
-    func resolveTarget(_ remote: RemoteID, on side: BridgeSide) throws -> MessageID {
+    func resolveTarget(_ remote: RemoteID, on side: BridgeSide) async throws -> MessageID {
         let backend = side.backend
-        return try store.read { tx in
+        return try await store.read { tx in
             try tx.messageID(backend: backend, remoteID: remote) ?? MessageID.derived(backend: backend, remote: remote)
         }
     }
 
     /// The `MessageID` of a source message (`identify` in a read transaction), logging and counting a carried key
     /// that was refused.
-    func identify(_ message: RemoteMessage, on side: BridgeSide) throws -> MessageID {
+    func identify(_ message: RemoteMessage, on side: BridgeSide) async throws -> MessageID {
         let pair = self.pair
-        return noted(try store.read { tx in try Self.identify(message, on: side, pair: pair, in: tx) }, of: message, on: side)
+        return noted(try await store.read { tx in try Self.identify(message, on: side, pair: pair, in: tx) }, of: message, on: side)
     }
 
     /// Logs and counts a resolution whose carried key was refused; returns its ID.
@@ -68,10 +68,10 @@ extension Bridge {
     }
 
     /// Records a mapping unless the same one exists.
-    func record(_ id: MessageID, _ remote: RemoteID, on side: BridgeSide) throws {
+    func record(_ id: MessageID, _ remote: RemoteID, on side: BridgeSide) async throws {
         let backend = side.backend
-        if try store.read({ try $0.remoteID(of: id, backend: backend, part: 0) }) == remote { return }
-        try store.write { tx in try Self.record(id, remote, on: side, in: tx) }
+        if try await store.read({ try $0.remoteID(of: id, backend: backend, part: 0) }) == remote { return }
+        try await store.write { tx in try Self.record(id, remote, on: side, in: tx) }
     }
 
     /// Records a mapping inside `tx` unless the same one exists (one statement when it is new; a conflicting
@@ -85,15 +85,15 @@ extension Bridge {
 
     func bridgeMessage(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
                                repliesMayWait: Bool = true) async throws {
-        let id = try identify(message, on: source)
-        try record(id, message.remoteID, on: source)
-        var facts = BridgeDecision.MessageFacts(state: try copyState(id, on: target),
+        let id = try await identify(message, on: source)
+        try await record(id, message.remoteID, on: source)
+        var facts = BridgeDecision.MessageFacts(state: try await copyState(id, on: target),
                                                 isOwnCopy: isOwnCopy(message, from: source, to: target),
                                                 isDeleted: message.deletedAt != nil, replyTo: message.replyTo,
                                                 replyTargetCopy: nil, repliesMayWait: repliesMayWait)
         if case .new = facts.state, let reply = message.replyTo {
             let (sourceBackend, targetBackend) = (source.backend, target.backend)
-            facts.replyTargetCopy = try store.read { tx in
+            facts.replyTargetCopy = try await store.read { tx in
                 try tx.messageID(backend: sourceBackend, remoteID: reply).flatMap {
                     try tx.remoteID(of: $0, backend: targetBackend, part: 0)
                 }
@@ -129,11 +129,11 @@ extension Bridge {
             observer?(.copyFromOtherSide(id, message.remoteID))
             return
         case .skipDeleted:
-            try remember(message, id: id, from: source, deleted: true)
+            try await remember(message, id: id, from: source, deleted: true)
             observer?(.skippedDeleted(id, message.remoteID))
             return
         case .waitForReplyTarget(let reply):
-            try deferReply(message, to: reply, from: source, to: target)
+            try await deferReply(message, to: reply, from: source, to: target)
             return
         case .copy(let linked, let unlinked):
             (replyTo, unlinkedReply) = (linked, unlinked)
@@ -144,9 +144,9 @@ extension Bridge {
         let prepared = try await target.adapter.prepare(outgoing, noSend: true)
         let pending = ledgerEntry(message, id: id, from: source, deleted: false)
         let pair = self.pair
-        try store.write { tx in try Self.persist(prepared, pending, on: target, pair: pair, in: tx) }
+        try await store.write { tx in try Self.persist(prepared, pending, on: target, pair: pair, in: tx) }
         let receipt = try await publishCopy(prepared, of: message, id: id, from: source, to: target)
-        _ = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
+        _ = try await finishCopy(id, prepared: prepared, receipt: receipt, on: target)
         counted(message, id: id, from: source)
         try await flushWaiting(for: id, on: target)
         try await copyReplies(waitingFor: [message.remoteID], from: source, to: target)
@@ -159,7 +159,7 @@ extension Bridge {
         do {
             return try await target.adapter.publish(prepared)
         } catch where Self.isPermanent(error) {
-            try unstage(id, message, from: source)
+            try await unstage(id, message, from: source)
             throw error
         }
     }
@@ -169,7 +169,7 @@ extension Bridge {
     func republish(_ prepared: PreparedMessage, of message: RemoteMessage, id: MessageID, from source: BridgeSide,
                            to target: BridgeSide) async throws {
         let receipt = try await publishCopy(prepared, of: message, id: id, from: source, to: target)
-        let remote = try finishCopy(id, prepared: prepared, receipt: receipt, on: target)
+        let remote = try await finishCopy(id, prepared: prepared, receipt: receipt, on: target)
         counted(message, id: id, from: source)
         if let remote { try await applyUpdates(message, id: id, remote: remote, from: source, to: target) }
         try await flushWaiting(for: id, on: target)
@@ -177,9 +177,9 @@ extension Bridge {
     }
 
     /// The copy state of `id` towards `target`: the ledger entry says pending or done, the ID map gives the target ID.
-    func copyState(_ id: MessageID, on target: BridgeSide) throws -> BridgeCopyState {
+    func copyState(_ id: MessageID, on target: BridgeSide) async throws -> BridgeCopyState {
         let backend = target.backend, pair = self.pair
-        return try store.read { tx in try Self.copyState(id, towards: backend, pair: pair, in: tx) }
+        return try await store.read { tx in try Self.copyState(id, towards: backend, pair: pair, in: tx) }
     }
 
     /// `copyState` inside a transaction.
@@ -213,7 +213,7 @@ extension Bridge {
     /// `resolve` and `copyState` of every message of a page that may go in a batch, in one read transaction
     /// (one per message otherwise), by source remote ID.
     func copyStates(of changes: [RemoteChange], skipping settled: Set<Int>, from source: BridgeSide,
-                            to target: BridgeSide) throws -> [RemoteID: (id: MessageID, state: BridgeCopyState)] {
+                            to target: BridgeSide) async throws -> [RemoteID: (id: MessageID, state: BridgeCopyState)] {
         let candidates: [RemoteMessage] = changes.indices.compactMap { index in
             guard !settled.contains(index), case .message(let message) = changes[index], isPlain(message, from: source, to: target)
             else { return nil }
@@ -221,7 +221,7 @@ extension Bridge {
         }
         guard !candidates.isEmpty else { return [:] }
         let (targetBackend, pair) = (target.backend, pair)
-        let resolved = try store.read { tx in
+        let resolved = try await store.read { tx in
             var states: [(message: RemoteMessage, resolution: MessageIdentity.Resolution, state: BridgeCopyState)] = []
             for message in candidates {
                 let resolution = try Self.identify(message, on: source, pair: pair, in: tx)
@@ -254,9 +254,9 @@ extension Bridge {
     /// Takes back a copy whose publish was refused for good: its ledger entry (with the stored copy) and target
     /// mapping go (a target row under its key, if any, is not the bridge's), the source mapping stays, so the key
     /// keeps naming the source message and nobody else's.
-    func unstage(_ id: MessageID, _ message: RemoteMessage, from source: BridgeSide) throws {
+    func unstage(_ id: MessageID, _ message: RemoteMessage, from source: BridgeSide) async throws {
         let pair = self.pair
-        try store.write { tx in
+        try await store.write { tx in
             let kept = try tx.mappings(of: id).filter { $0.backend == source.backend }
             try tx.removeMessage(id)  // the mappings of `id` (a bridge store holds no message rows)
             for mapping in kept { try tx.insertMapping(mapping) }
@@ -269,10 +269,10 @@ extension Bridge {
     /// and drops the stored copy; returns the ID.
     @discardableResult
     func finishCopy(_ id: MessageID, prepared: PreparedMessage, receipt: PublishReceipt,
-                            on target: BridgeSide) throws -> RemoteID? {
+                            on target: BridgeSide) async throws -> RemoteID? {
         let remote = receipt.remoteID ?? prepared.remoteID
         let pair = self.pair
-        try store.write { tx in
+        try await store.write { tx in
             if let remote { try Self.record(id, remote, on: target, in: tx) }
             try tx.markBridgeCopiesPublished([id], pair: pair)
         }
@@ -346,11 +346,14 @@ extension Bridge {
     /// deleted, no reply, no attachment, not already in the batch); nil sends it down the one-by-one path.
     /// Reads the store only: the mappings are written by `copy`.
     func plan(_ message: RemoteMessage, from source: BridgeSide, to target: BridgeSide,
-                      excluding planned: Set<MessageID>, known: (id: MessageID, state: BridgeCopyState)?) throws -> PlannedCopy? {
+                      excluding planned: Set<MessageID>, known: (id: MessageID, state: BridgeCopyState)?) async throws -> PlannedCopy? {
         guard isPlain(message, from: source, to: target) else { return nil }
-        let id = try known?.id ?? identify(message, on: source)
+        let id: MessageID
+        if let known { id = known.id } else { id = try await identify(message, on: source) }
         guard !planned.contains(id) else { return nil }
-        guard case .new = try known?.state ?? copyState(id, on: target) else { return nil }  // done, or pending: one by one
+        let state: BridgeCopyState
+        if let known { state = known.state } else { state = try await copyState(id, on: target) }
+        guard case .new = state else { return nil }  // done, or pending: one by one
         let outgoing = outgoingCopy(of: message, id: id, from: source, to: target, replyTo: nil, attachments: [])
         return PlannedCopy(message: message, id: id, outgoing: outgoing)
     }
@@ -385,11 +388,11 @@ extension Bridge {
         for planned in run { prepared.append(try await adapter.prepare(planned.outgoing, noSend: true)) }
         let entries = run.map { ledgerEntry($0.message, id: $0.id, from: source, deleted: false) }
         let keepingCopies = !adapter.republishesByKey
-        let pair = self.pair
-        try store.write { tx in
+        let (pair, persisted) = (self.pair, prepared)
+        try await store.write { tx in
             for index in run.indices {
                 try Self.record(run[index].id, run[index].message.remoteID, on: source, in: tx)
-                try Self.persist(prepared[index], entries[index], on: target, pair: pair, keepingCopy: keepingCopies, in: tx)
+                try Self.persist(persisted[index], entries[index], on: target, pair: pair, keepingCopy: keepingCopies, in: tx)
             }
         }
         return StagedCopy(run: run, prepared: prepared, source: source, target: target)
@@ -403,7 +406,7 @@ extension Bridge {
                                    retryable: true)
         }
         let pair = self.pair
-        try store.write { tx in
+        try await store.write { tx in
             for index in run.indices {
                 // A target ID known at prepare was recorded with the batch; only a different or new one is recorded now.
                 let remote = receipts[index].remoteID ?? prepared[index].remoteID
@@ -414,14 +417,14 @@ extension Bridge {
         }
         for planned in run {
             counted(planned.message, id: planned.id, from: source)
-            try releaseHeld(supersededBy: .message(planned.message), from: source)
+            try await releaseHeld(supersededBy: .message(planned.message), from: source)
         }
         if !noWaitingReplies.contains(source.backend) {
             // Replies waiting for these are copied at the pass's next safe point (nothing in flight then).
             copiedSinceReplyCheck[source.backend, default: []] += run.map(\.message.remoteID)
         }
         let waitKeys = run.map { BridgeWaitKey.copy($0.id, towards: target.backend) }
-        let waiting = try store.read { try $0.bridgeWaitKeys(pair: pair, among: waitKeys) }
+        let waiting = try await store.read { try $0.bridgeWaitKeys(pair: pair, among: waitKeys) }
         let waited = waiting.isEmpty ? [] : run.indices.filter { waiting.contains(waitKeys[$0]) }
         for index in waited { try await flushWaiting(for: run[index].id, on: target) }
     }
@@ -429,7 +432,7 @@ extension Bridge {
     /// Applies an edit or delete of an already bridged message on the other side (once).
     func applyUpdates(_ message: RemoteMessage, id: MessageID, remote: RemoteID, from source: BridgeSide,
                               to target: BridgeSide) async throws {
-        let known = try store.read { try $0.bridgeCopy(id) }
+        let known = try await store.read { try $0.bridgeCopy(id) }
         switch BridgeDecision.update(of: message, from: source.backend, isOwnCopy: isOwnCopy(message, from: source, to: target),
                                      known: known) {
         case .nothing:
@@ -443,22 +446,22 @@ extension Bridge {
                 try await deleting.delete(remote, in: target.conversation)
                 stats.updates += 1
             }
-            try remember(message, id: id, from: source, deleted: true)
+            try await remember(message, id: id, from: source, deleted: true)
         case .edit(let text):
             if let editing = target.adapter as? any EditingAdapter {
                 try await editing.edit(remote, in: target.conversation, text: text)
                 stats.updates += 1
             }
-            try remember(message, id: id, from: source, deleted: false)
+            try await remember(message, id: id, from: source, deleted: false)
         case .remember(let deleted):
-            try remember(message, id: id, from: source, deleted: deleted)
+            try await remember(message, id: id, from: source, deleted: deleted)
         }
     }
 
     /// Keeps the last bridged text and deletion of a message, so an edit is applied once.
-    func remember(_ message: RemoteMessage, id: MessageID, from source: BridgeSide, deleted: Bool) throws {
+    func remember(_ message: RemoteMessage, id: MessageID, from source: BridgeSide, deleted: Bool) async throws {
         let entry = ledgerEntry(message, id: id, from: source, deleted: deleted)
-        try store.write { try $0.upsertBridgeCopy(entry) }
+        try await store.write { try $0.upsertBridgeCopy(entry) }
     }
 
     /// The pair's ledger entry for a message as bridged now (`persist` marks it pending while its copy is prepared

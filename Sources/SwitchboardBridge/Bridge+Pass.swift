@@ -35,11 +35,11 @@ extension Bridge {
             cursor = inFlight.cursor
         } else {
             let pair = self.pair
-            cursor = try store.read { try $0.bridgeCursor(pair: pair, backend: source.backend) }
+            cursor = try await store.read { try $0.bridgeCursor(pair: pair, backend: source.backend) }
         }
         let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
         let span = max(1, bulk?.bulkPublishLimit ?? 1)
-        try lookUpWaitingReplies(from: source, to: target)
+        try await lookUpWaitingReplies(from: source, to: target)
         let batch = try await page(of: source, after: cursor, span: span)
         if oldestUnbridged == nil, let first = batch.changes.first { oldestUnbridged = first.changedAt }
         if batch.hasMore, !stopping, batch.cursor != cursor {
@@ -52,15 +52,15 @@ extension Bridge {
         }
         var run: [PlannedCopy] = []
         var planned = Set<MessageID>()
-        let settled = try settledEchoes(in: batch.changes, from: source, to: target)
+        let settled = try await settledEchoes(in: batch.changes, from: source, to: target)
         // The page's copy states, read at once; dropped as soon as anything is written before they are used.
-        var states = bulk == nil ? [:] : try copyStates(of: batch.changes, skipping: settled, from: source, to: target)
+        var states = bulk == nil ? [:] : try await copyStates(of: batch.changes, skipping: settled, from: source, to: target)
         for (index, change) in batch.changes.enumerated() {
             if stopping { return PassResult(moved: false, hasMore: false) }
             if settled.contains(index) { continue }
             if let bulk {
                 if case .message(let message) = change,
-                   let next = try plan(message, from: source, to: target, excluding: planned, known: states[message.remoteID]) {
+                   let next = try await plan(message, from: source, to: target, excluding: planned, known: states[message.remoteID]) {
                     run.append(next)
                     planned.insert(next.id)
                     // A full batch is copied now unless it ends the page: then it goes below, left in flight.
@@ -100,7 +100,7 @@ extension Bridge {
         // has a cursor of its own and may stay in flight.
         if ownInFlight { try await completeInFlight() }
         if batch.cursor != cursor {
-            try storeCursor(batch.cursor, of: source)
+            try await storeCursor(batch.cursor, of: source)
         }
         if !batch.hasMore, !stopping {
             try await copyWaitingReplies(from: source, to: target)
@@ -154,14 +154,14 @@ extension Bridge {
             inFlight = next?()
         }
         if current.cursor != current.storedCursor {
-            try storeCursor(current.cursor, of: source)
+            try await storeCursor(current.cursor, of: source)
         }
     }
 
     /// Stores `source`'s change cursor in the pair's records.
-    func storeCursor(_ cursor: Cursor?, of source: BridgeSide) throws {
+    func storeCursor(_ cursor: Cursor?, of source: BridgeSide) async throws {
         let pair = self.pair
-        try store.write { try $0.setBridgeCursor(cursor, pair: pair, backend: source.backend) }
+        try await store.write { try $0.setBridgeCursor(cursor, pair: pair, backend: source.backend) }
     }
 
     /// After an error: lets the batch in flight end and records it if its publish went through (otherwise its
@@ -175,7 +175,7 @@ extension Bridge {
 
     /// The positions of `changes` that are the bridge's own copies coming back, already mapped on both sides:
     /// `bridgeMessage` would change nothing for them, so they are recognised in one read transaction per page.
-    func settledEchoes(in changes: [RemoteChange], from source: BridgeSide, to target: BridgeSide) throws -> Set<Int> {
+    func settledEchoes(in changes: [RemoteChange], from source: BridgeSide, to target: BridgeSide) async throws -> Set<Int> {
         let own = source.adapter.localUser
         let candidates = changes.indices.filter { index in
             if case .message(let message) = changes[index], message.sender == own { return true }
@@ -183,7 +183,7 @@ extension Bridge {
         }
         guard !candidates.isEmpty else { return [] }
         let pair = self.pair, copiesOwn = configuration.copiesOwnMessages
-        return try store.read { tx in
+        return try await store.read { tx in
             var settled = Set<Int>()
             for index in candidates {
                 guard case .message(let message) = changes[index],

@@ -26,20 +26,20 @@ extension Bridge {
     func bridgeOrHold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide) async throws {
         do {
             try await bridge(change, from: source, to: target)
-            try releaseHeld(supersededBy: change, from: source)
+            try await releaseHeld(supersededBy: change, from: source)
         } catch where Self.isPermanent(error) {
-            try hold(change, from: source, to: target, because: error)
+            try await hold(change, from: source, to: target, because: error)
         }
     }
 
     /// Sets `change` aside in the quarantine (replacing an older version of it), and logs it.
-    func hold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide, because error: any Error) throws {
+    func hold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide, because error: any Error) async throws {
         let subject = BridgeQuarantine.Subject(source: source.backend, change: change)
-        try quarantine.hold(change, from: source.backend, reason: String(describing: error))
+        try await quarantine.hold(change, from: source.backend, reason: String(describing: error))
         held.removeAll { $0 == subject }
         held.append(subject)
         if case .message(let message) = change {
-            let mapped = try? store.read { try $0.messageID(backend: source.backend, remoteID: message.remoteID) }
+            let mapped = try? await store.read { try $0.messageID(backend: source.backend, remoteID: message.remoteID) }
             let id = mapped ?? MessageID.derived(backend: source.backend, remote: message.remoteID)
             observer?(.refused(id, message.remoteID, reason: String(describing: error)))
         }
@@ -49,11 +49,11 @@ extension Bridge {
 
     /// Releases the quarantine's older version of `change`, which was just bridged, if it holds one (looked up in
     /// `held`, so a pair whose quarantine holds nothing of it writes nothing).
-    func releaseHeld(supersededBy change: RemoteChange, from source: BridgeSide) throws {
+    func releaseHeld(supersededBy change: RemoteChange, from source: BridgeSide) async throws {
         let subject = BridgeQuarantine.Subject(source: source.backend, change: change)
         guard held.contains(subject) else { return }
         held.removeAll { $0 == subject }
-        if try quarantine.release(supersededBy: change, from: source.backend) {
+        if try await quarantine.release(supersededBy: change, from: source.backend) {
             log(.info, "released the quarantined \(source.name) \(change.kindName) \(change.subjectRemoteID): a "
                               + "newer version was bridged")
         }
@@ -88,10 +88,10 @@ extension Bridge {
     /// bridges the changes an operator asked to retry; each that fails again is held again.
     func bridgeRetryRequests(_ direction: Direction) async throws {
         if !heldLoaded {
-            held = try quarantine.heldEntries().map { BridgeQuarantine.Subject(source: $0.source, change: $0.change) }
+            held = try await quarantine.heldEntries().map { BridgeQuarantine.Subject(source: $0.source, change: $0.change) }
             heldLoaded = true
         }
-        for entry in try quarantine.takeRetryRequests() {
+        for entry in try await quarantine.takeRetryRequests() {
             let (source, target) = entry.source == a.backend ? (a, b) : (b, a)
             guard entry.source == a.backend || entry.source == b.backend, direction == .both || source.backend == a.backend
             else { continue }
@@ -111,22 +111,22 @@ extension Bridge {
     }
 
     func bridgeReaction(_ reaction: RemoteReaction, from source: BridgeSide, to target: BridgeSide) async throws {
-        let id = try resolveTarget(reaction.target, on: source)
+        let id = try await resolveTarget(reaction.target, on: source)
         let operation = WaitingOperation(kind: "reaction", symbol: reaction.symbol, isActive: reaction.isActive)
         try await apply(operation, to: id, on: target)
     }
 
     func bridgeReceipt(_ receipt: RemoteReceipt, from source: BridgeSide, to target: BridgeSide) async throws {
-        let id = try resolveTarget(receipt.target, on: source)
+        let id = try await resolveTarget(receipt.target, on: source)
         try await apply(WaitingOperation(kind: "receipt", receipt: receipt.state.rawValue), to: id, on: target)
     }
 
     /// Applies an operation on the target when its message is mapped there, else queues it.
     func apply(_ operation: WaitingOperation, to id: MessageID, on target: BridgeSide) async throws {
-        guard let remote = try store.read({ try $0.remoteID(of: id, backend: target.backend, part: 0) }) else {
+        guard let remote = try await store.read({ try $0.remoteID(of: id, backend: target.backend, part: 0) }) else {
             let payload = try JSONEncoder().encode(operation)
             let key = BridgeWaitKey.copy(id, towards: target.backend)
-            _ = try store.write { [pair] tx in
+            _ = try await store.write { [pair] tx in
                 try tx.enqueueBridgeOperation(PendingOperation(waitKey: key, kind: operation.kind, payload: payload,
                                                                createdAt: Date()), pair: pair)
             }
@@ -149,7 +149,7 @@ extension Bridge {
     /// Runs the operations that waited for `id` to be bridged to `target`.
     func flushWaiting(for id: MessageID, on target: BridgeSide) async throws {
         let key = BridgeWaitKey.copy(id, towards: target.backend)
-        let waiting = try store.read { [pair] in try $0.bridgeOperations(pair: pair, waitingOn: key) }
+        let waiting = try await store.read { [pair] in try $0.bridgeOperations(pair: pair, waitingOn: key) }
         for entry in waiting {
             if let operation = try? JSONDecoder().decode(WaitingOperation.self, from: entry.payload) {
                 do {
@@ -158,32 +158,32 @@ extension Bridge {
                     log(.warning, "dropped a waiting \(operation.kind) on \(id): \(target.name) refused it (\(error))")
                 }
             }
-            try store.write { try $0.removeBridgeOperation(entry.id) }
+            try await store.write { try $0.removeBridgeOperation(entry.id) }
         }
     }
 
     // MARK: - Replies whose target has no copy yet
 
     /// Once per bridge and source: notes whether replies from an earlier run still wait (none: nothing to look up).
-    func lookUpWaitingReplies(from source: BridgeSide, to target: BridgeSide) throws {
+    func lookUpWaitingReplies(from source: BridgeSide, to target: BridgeSide) async throws {
         guard repliesLookedUp.insert(source.backend).inserted else { return }
-        if try waitingReplies(from: source, to: target).isEmpty { noWaitingReplies.insert(source.backend) }
+        if try await waitingReplies(from: source, to: target).isEmpty { noWaitingReplies.insert(source.backend) }
     }
 
     /// Every reply from `source` waiting for its target's copy on `target`, from the store.
-    func waitingReplies(from source: BridgeSide, to target: BridgeSide) throws -> [PendingOperation] {
+    func waitingReplies(from source: BridgeSide, to target: BridgeSide) async throws -> [PendingOperation] {
         let prefix = BridgeWaitKey.replyPrefix(from: source.backend, to: target.backend)
-        return try store.read { [pair] in try $0.bridgeOperations(pair: pair, waitKeyPrefix: prefix) }
+        return try await store.read { [pair] in try $0.bridgeOperations(pair: pair, waitKeyPrefix: prefix) }
     }
 
     /// Persists `message`, a reply whose target `reply` has no copy on `target` yet, to be copied once it has
     /// (`copyReplies(waitingFor:)`) or once the source has nothing more to read (`copyWaitingReplies`). A newer
     /// version of the same reply replaces the one waiting.
     func deferReply(_ message: RemoteMessage, to reply: RemoteID, from source: BridgeSide,
-                            to target: BridgeSide) throws {
+                            to target: BridgeSide) async throws {
         let key = BridgeWaitKey.reply(to: reply, from: source.backend, to: target.backend)
         let payload = try JSONEncoder().encode(message)
-        try store.write { [pair] tx in
+        try await store.write { [pair] tx in
             for waiting in try tx.bridgeOperations(pair: pair, waitingOn: key)
             where (try? JSONDecoder().decode(RemoteMessage.self, from: waiting.payload))?.remoteID == message.remoteID {
                 try tx.removeBridgeOperation(waiting.id)
@@ -204,7 +204,7 @@ extension Bridge {
     func copyReplies(waitingFor copied: [RemoteID], from source: BridgeSide, to target: BridgeSide) async throws {
         guard !noWaitingReplies.contains(source.backend), !copied.isEmpty else { return }
         let keys = copied.map { BridgeWaitKey.reply(to: $0, from: source.backend, to: target.backend) }
-        let waiting = try store.read { [pair] tx in try keys.flatMap { try tx.bridgeOperations(pair: pair, waitingOn: $0) } }
+        let waiting = try await store.read { [pair] tx in try keys.flatMap { try tx.bridgeOperations(pair: pair, waitingOn: $0) } }
         try await copyWaiting(waiting, from: source, to: target)
     }
 
@@ -226,17 +226,17 @@ extension Bridge {
         try await completeInFlight()
         for entry in waiting.sorted(by: { $0.id < $1.id }) {
             if let message = try? JSONDecoder().decode(RemoteMessage.self, from: entry.payload) {
-                let id = try identify(message, on: source)
-                let deleted = try store.read { try $0.bridgeCopy(id) }?.deletedAt != nil
+                let id = try await identify(message, on: source)
+                let deleted = try await store.read { try $0.bridgeCopy(id) }?.deletedAt != nil
                 if !deleted {
                     do {
                         try await bridgeMessage(message, from: source, to: target, repliesMayWait: false)
                     } catch where Self.isPermanent(error) {
-                        try hold(.message(message), from: source, to: target, because: error)
+                        try await hold(.message(message), from: source, to: target, because: error)
                     }
                 }
             }
-            try store.write { try $0.removeBridgeOperation(entry.id) }
+            try await store.write { try $0.removeBridgeOperation(entry.id) }
         }
     }
 }

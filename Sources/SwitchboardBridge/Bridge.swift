@@ -58,7 +58,7 @@ public actor Bridge {
     var copiedSinceReplyCheck: [BackendID: [RemoteID]] = [:]
 
     /// A bridge between `a` and `b` keeping its map, cursors and queue in `store`.
-    public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) throws {
+    public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) async throws {
         guard a.backend != b.backend else {
             throw SwitchboardError(.invalidArgument, "both sides use backend ID \(a.backend); give each side its own")
         }
@@ -68,7 +68,7 @@ public actor Bridge {
         self.configuration = configuration
         pair = Self.pairKey(a: a.conversation, b: b.conversation)
         quarantine = BridgeQuarantine(store: store, pair: pair)
-        try BridgeLegacyRecords.adopt(pair: pair, a: a, b: b, store: store)
+        try await BridgeLegacyRecords.adopt(pair: pair, a: a, b: b, store: store)
     }
 
     /// The key under which the store keeps the records of the pair bridging conversation `a` with conversation `b`.
@@ -98,14 +98,16 @@ public actor Bridge {
 
     /// Counts so far.
     public var currentStats: BridgeStats {
-        var copy = stats
-        let pair = self.pair
-        copy.waiting = (try? store.read { tx in
-            try BridgeWaitKey.waitingPrefixes.reduce(0) { $0 + (try tx.bridgeOperations(pair: pair, waitKeyPrefix: $1).count) }
-        }) ?? copy.waiting
-        copy.quarantined = (try? quarantine.count()) ?? copy.quarantined
-        copy.lag = oldestUnbridged.map { max(0, Date().timeIntervalSince($0)) } ?? copy.lag
-        return copy
+        get async {
+            var copy = stats
+            let pair = self.pair
+            copy.waiting = (try? await store.read { tx in
+                try BridgeWaitKey.waitingPrefixes.reduce(0) { $0 + (try tx.bridgeOperations(pair: pair, waitKeyPrefix: $1).count) }
+            }) ?? copy.waiting
+            copy.quarantined = (try? await quarantine.count()) ?? copy.quarantined
+            copy.lag = oldestUnbridged.map { max(0, Date().timeIntervalSince($0)) } ?? copy.lag
+            return copy
+        }
     }
 
     /// Which way a catch-up copies.
@@ -207,14 +209,14 @@ public actor Bridge {
             lastFailureWasDirectional = true
             throw failure.error
         }
-        if stopping { return currentStats }
+        if stopping { return await currentStats }
         // A direction still backing off has its error on the status line; only a catch-up of both is a success.
-        guard heldBack.isEmpty, stopped.isEmpty else { return currentStats }
+        guard heldBack.isEmpty, stopped.isEmpty else { return await currentStats }
         stats.lastError = nil
         stats.lastSuccess = Date()
         oldestUnbridged = nil
         stats.lag = 0
-        return currentStats
+        return await currentStats
     }
 
     /// A direction's pass that failed in a catch-up.

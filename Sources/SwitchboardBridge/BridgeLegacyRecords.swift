@@ -16,20 +16,20 @@ enum BridgeLegacyRecords {
     static let stagedTowardsKey = "bridge.stagedTowards"
 
     /// Adopts every old record of the pair `pair` between `a` and `b` in `store`.
-    static func adopt(pair: String, a: BridgeSide, b: BridgeSide, store: any Store) throws {
-        try adoptLedger(pair: pair, store: store)
-        try adoptCursors(pair: pair, sides: [a, b], store: store)
-        try adoptWaitingOperations(pair: pair, a: a, b: b, store: store)
-        try BridgeQuarantine(store: store, pair: pair).adoptLegacyEntries()
+    static func adopt(pair: String, a: BridgeSide, b: BridgeSide, store: any Store) async throws {
+        try await adoptLedger(pair: pair, store: store)
+        try await adoptCursors(pair: pair, sides: [a, b], store: store)
+        try await adoptWaitingOperations(pair: pair, a: a, b: b, store: store)
+        try await BridgeQuarantine(store: store, pair: pair).adoptLegacyEntries()
     }
 
     /// Old ledger rows become ledger entries; their ID mappings stay, their outbox entries go with them.
-    private static func adoptLedger(pair: String, store: any Store) throws {
+    private static func adoptLedger(pair: String, store: any Store) async throws {
         let ledger = ConversationID(pair)
         while true {
-            let rows = try store.read { try $0.messages(in: ledger, before: nil, limit: 500) }
+            let rows = try await store.read { try $0.messages(in: ledger, before: nil, limit: 500) }
             guard !rows.isEmpty else { return }
-            try store.write { tx in
+            try await store.write { tx in
                 for row in rows {
                     let outbox = try tx.outboxEntry(row.id)
                     var towards: BackendID?
@@ -57,24 +57,24 @@ enum BridgeLegacyRecords {
 
     /// Each side's old change cursor (kept under the side's conversation, where pairs sharing a side shared it)
     /// seeds the pair's own, unless the pair has one already. The old cursor stays for other pairs of that side.
-    private static func adoptCursors(pair: String, sides: [BridgeSide], store: any Store) throws {
+    private static func adoptCursors(pair: String, sides: [BridgeSide], store: any Store) async throws {
         for side in sides {
-            guard try store.read({ try $0.bridgeCursor(pair: pair, backend: side.backend) }) == nil,
-                  let legacy = try store.read({ try $0.cursor(conversation: side.conversation, backend: side.backend,
+            guard try await store.read({ try $0.bridgeCursor(pair: pair, backend: side.backend) }) == nil,
+                  let legacy = try await store.read({ try $0.cursor(conversation: side.conversation, backend: side.backend,
                                                                kind: .changes) })
             else { continue }
-            try store.write { try $0.setBridgeCursor(legacy, pair: pair, backend: side.backend) }
+            try await store.write { try $0.setBridgeCursor(legacy, pair: pair, backend: side.backend) }
         }
     }
 
     /// Old waiting reactions, receipts and replies of this pair move into its queue: a reaction or receipt waiting
     /// for a copy on one side when its message is this pair's (in its ledger, or mapped on the other side's
     /// conversation); a reply when it was read from the other side's conversation.
-    private static func adoptWaitingOperations(pair: String, a: BridgeSide, b: BridgeSide, store: any Store) throws {
-        let operations = try store.read { try $0.allPendingOperations() }
+    private static func adoptWaitingOperations(pair: String, a: BridgeSide, b: BridgeSide, store: any Store) async throws {
+        let operations = try await store.read { try $0.allPendingOperations() }
         guard operations.contains(where: { $0.waitKey.hasPrefix("bridge:") || $0.waitKey.hasPrefix("bridge-reply:") })
         else { return }
-        try store.write { tx in
+        try await store.write { tx in
             for operation in operations {
                 for (target, source) in [(a, b), (b, a)] {
                     guard let key = try adoptedKey(of: operation, pair: pair, from: source, to: target, in: tx) else { continue }

@@ -65,30 +65,30 @@ public struct BridgeQuarantine: Sendable {
     }
 
     /// Every entry, oldest first; `retryRequested` marks those an operator asked to retry.
-    public func entries() throws -> [Entry] {
-        try adoptLegacyEntries()
-        return try heldEntries()
+    public func entries() async throws -> [Entry] {
+        try await adoptLegacyEntries()
+        return try await heldEntries()
     }
 
     /// `entries()` without first adopting an older version's entries (a `Bridge` adopted them when it opened).
-    func heldEntries() throws -> [Entry] {
-        try store.read { tx in
+    func heldEntries() async throws -> [Entry] {
+        try await store.read { tx in
             let requested = Set(try requests(tx).compactMap(Self.requestedID))
             return try heldOperations(tx).compactMap { Self.entry($0, retry: requested.contains($0.id)) }
         }
     }
 
     /// How many changes are held (not counting those waiting for their retry).
-    public func count() throws -> Int {
-        try store.read { try heldOperations($0).count }
+    public func count() async throws -> Int {
+        try await store.read { try heldOperations($0).count }
     }
 
     /// Sets `change` of `source` aside with `reason`. An entry for the same change (the same message, reaction or
     /// receipt target) is replaced, so a change read again after a restart, or a newer version of it, is held once.
-    func hold(_ change: RemoteChange, from source: BackendID, reason: String) throws {
+    func hold(_ change: RemoteChange, from source: BackendID, reason: String) async throws {
         let payload = try JSONEncoder().encode(Stored(source: source, change: change, reason: reason, at: Date()))
         let subject = Subject(source: source, change: change)
-        try store.write { tx in
+        try await store.write { tx in
             for operation in try heldOperations(tx) where Self.entry(operation, retry: false).map(Self.subject) == subject {
                 try tx.removeBridgeOperation(operation.id)
             }
@@ -100,9 +100,9 @@ public struct BridgeQuarantine: Sendable {
     /// Removes the held entries for the same subject as `change` (a newer version of it was bridged); true when
     /// any were removed.
     @discardableResult
-    func release(supersededBy change: RemoteChange, from source: BackendID) throws -> Bool {
+    func release(supersededBy change: RemoteChange, from source: BackendID) async throws -> Bool {
         let subject = Subject(source: source, change: change)
-        return try store.write { tx in
+        return try await store.write { tx in
             var released = false
             for operation in try heldOperations(tx) where Self.entry(operation, retry: false).map(Self.subject) == subject {
                 try tx.removeBridgeOperation(operation.id)
@@ -115,9 +115,9 @@ public struct BridgeQuarantine: Sendable {
     /// Asks the running bridge to bridge entry `id` again at its next pass (the entry keeps its number; one that
     /// fails again is held again, under a new number and reason); false when there is no such entry.
     @discardableResult
-    public func retry(_ id: Int64) throws -> Bool {
-        try adoptLegacyEntries()
-        return try store.write { tx in
+    public func retry(_ id: Int64) async throws -> Bool {
+        try await adoptLegacyEntries()
+        return try await store.write { tx in
             guard try heldOperations(tx).contains(where: { $0.id == id }) else { return false }
             if try !requests(tx).contains(where: { Self.requestedID($0) == id }) {
                 try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantineRetry,
@@ -130,9 +130,9 @@ public struct BridgeQuarantine: Sendable {
 
     /// Removes entry `id` for good (the change is not bridged); false when there is no such entry.
     @discardableResult
-    public func drop(_ id: Int64) throws -> Bool {
-        try adoptLegacyEntries()
-        return try store.write { tx in
+    public func drop(_ id: Int64) async throws -> Bool {
+        try await adoptLegacyEntries()
+        return try await store.write { tx in
             guard try heldOperations(tx).contains(where: { $0.id == id }) else { return false }
             try tx.removeBridgeOperation(id)
             for request in try requests(tx) where Self.requestedID(request) == id {
@@ -143,8 +143,8 @@ public struct BridgeQuarantine: Sendable {
     }
 
     /// The held entries an operator asked to retry, oldest first; the requests are taken (removed) as they are read.
-    func takeRetryRequests() throws -> [Entry] {
-        try store.write { tx in
+    func takeRetryRequests() async throws -> [Entry] {
+        try await store.write { tx in
             let requests = try requests(tx)
             guard !requests.isEmpty else { return [] }
             let wanted = Set(requests.compactMap(Self.requestedID))
@@ -156,12 +156,12 @@ public struct BridgeQuarantine: Sendable {
     /// Moves entries that a store written before the bridge kept its own records holds in the engine's queue
     /// (keyed by the pair's old ledger conversation) into the pair's records; retry requests follow their entries'
     /// new numbers. Idempotent: a store without such entries is only read.
-    func adoptLegacyEntries() throws {
+    func adoptLegacyEntries() async throws {
         let legacyHeld = "bridge-quarantine:" + pair
         let legacyRetry = "bridge-quarantine-retry:" + pair
-        guard try store.read({ try !$0.pendingOperations(waitingOn: legacyHeld).isEmpty
+        guard try await store.read({ try !$0.pendingOperations(waitingOn: legacyHeld).isEmpty
                                 || !$0.pendingOperations(waitingOn: legacyRetry).isEmpty }) else { return }
-        try store.write { tx in
+        try await store.write { tx in
             let requested = Set(try tx.pendingOperations(waitingOn: legacyRetry).map { operation in
                 try tx.removePending(operation.id)
                 return Self.requestedID(operation)

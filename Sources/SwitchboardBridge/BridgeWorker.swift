@@ -266,12 +266,12 @@ public actor BridgeWorker {
         let lease = Self.leaseName(pair.name)
         while !isEnding(generation) {
             do {
-                if try store.acquireLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) {
+                if try await store.acquireLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) {
                     log(.info, pair: pair.name, "took the lease as \(configuration.worker)")
                     await bridgeWhileHolding(pair, generation: generation)
                     continue
                 }
-                let holder = try? store.leaseOwner(lease, now: Date())
+                let holder = try? await store.leaseOwner(lease, now: Date())
                 if statuses[pair.name]?.state != .standby(holder: holder) {
                     log(.info, pair: pair.name, "lease held by \(holder ?? "another worker"); standing by")
                 }
@@ -281,7 +281,7 @@ public actor BridgeWorker {
             }
             await pause(configuration.leaseRetry, generation: generation)
         }
-        try? store.releaseLease(lease, owner: configuration.worker)
+        try? await store.releaseLease(lease, owner: configuration.worker)
         loopEnded(pair.name, generation: generation)
     }
 
@@ -304,11 +304,11 @@ public actor BridgeWorker {
         let bridge: Bridge
         do {
             let sides = try await pair.makeSides()
-            bridge = try Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
+            bridge = try await Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
         } catch {
             // Let another worker try: this one cannot open the pair.
             note(error, pair: pair.name, doing: "opening the sides")
-            try? store.releaseLease(lease, owner: configuration.worker)
+            try? await store.releaseLease(lease, owner: configuration.worker)
             await pause(configuration.leaseRetry, generation: generation)
             return
         }
@@ -321,7 +321,7 @@ public actor BridgeWorker {
             await pause(.milliseconds(Int64(configuration.leaseSeconds * 1000 / 3)), generation: generation)
             if isEnding(generation) { break }
             do {
-                if try store.renewLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) {
+                if try await store.renewLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) {
                     lastRenewal = Date()
                 } else {
                     log(.warning, pair: pair.name, "lost the lease; stopping its bridge")
@@ -341,7 +341,7 @@ public actor BridgeWorker {
             statuses[pair.name]?.stats = Self.combine(stats, await bridge.currentStats)
         }
         if isEnding(generation) {
-            try? store.releaseLease(lease, owner: configuration.worker)
+            try? await store.releaseLease(lease, owner: configuration.worker)
             log(.info, pair: pair.name, "stopped; lease released")
         }
     }
@@ -353,8 +353,8 @@ public actor BridgeWorker {
         while true {
             if stopping { return "interrupted before the lease was taken" }
             do {
-                if try store.acquireLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) { break }
-                let holder = try? store.leaseOwner(lease, now: Date())
+                if try await store.acquireLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date()) { break }
+                let holder = try? await store.leaseOwner(lease, now: Date())
                 statuses[pair.name]?.state = .standby(holder: holder)
                 if ContinuousClock.now >= deadline {
                     return "lease held by \(holder ?? "another worker") for longer than \(leaseWait)"
@@ -365,14 +365,18 @@ public actor BridgeWorker {
             }
             await pause(configuration.leaseRetry)
         }
-        defer {
-            try? store.releaseLease(lease, owner: configuration.worker)
-            statuses[pair.name]?.state = .stopped
-        }
+        let failure = await catchUpHolding(pair, lease: lease)
+        try? await store.releaseLease(lease, owner: configuration.worker)
+        statuses[pair.name]?.state = .stopped
+        return failure
+    }
+
+    /// The catch-up of a pair whose lease this worker holds, renewing it meanwhile; nil on success.
+    private func catchUpHolding(_ pair: BridgeWorkerPair, lease: String) async -> String? {
         let bridge: Bridge
         do {
             let sides = try await pair.makeSides()
-            bridge = try Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
+            bridge = try await Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
         } catch {
             note(error, pair: pair.name, doing: "opening the sides")
             return "cannot open the sides: \(error)"
@@ -383,7 +387,7 @@ public actor BridgeWorker {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(Int64(configuration.leaseSeconds * 1000 / 3)))
                 if Task.isCancelled { return }
-                _ = try? store.renewLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date())
+                _ = try? await store.renewLease(lease, owner: configuration.worker, ttl: configuration.leaseSeconds, now: Date())
             }
         }
         var failure: String?

@@ -272,8 +272,8 @@ public actor Migration {
         let started = ContinuousClock.now
         try await checkSides()
         // The bridge first: opening it adopts the records of a run by an older version, which `earlierOutcomes` reads.
-        let bridge = try Bridge(a: source, b: target, store: store, configuration: bridgeConfiguration())
-        let tally = MigrationTally(total: nil, earlier: try earlierOutcomes(of: bridge.pair))
+        let bridge = try await Bridge(a: source, b: target, store: store, configuration: bridgeConfiguration())
+        let tally = MigrationTally(total: nil, earlier: try await earlierOutcomes(of: bridge.pair))
         // The count pages the history newest first while the copy reads it oldest first; the total reaches the
         // progress once known (a failed count only leaves the total unknown).
         let counting: Task<Int?, Never>? = configuration.estimateTotal ? Task { [weak self] in
@@ -378,9 +378,9 @@ public actor Migration {
 
     /// The source messages earlier runs handled (the pair's ledger), split into those on the target and those
     /// skipped as deleted.
-    func earlierOutcomes(of pair: String) throws -> (present: Set<MessageID>, skipped: Set<MessageID>) {
+    func earlierOutcomes(of pair: String) async throws -> (present: Set<MessageID>, skipped: Set<MessageID>) {
         let targetBackend = target.backend
-        return try store.read { tx in
+        return try await store.read { tx in
             var present = Set<MessageID>(), skipped = Set<MessageID>()
             var after: MessageID?
             while true {

@@ -32,8 +32,8 @@ extension Migration {
         try await checkSides()
         let pair = Bridge.pairKey(a: source.conversation, b: target.conversation)
         let (sourceBackend, targetBackend) = (source.backend, target.backend)
-        let checkpoint = try store.read { try $0.bridgeCursor(pair: pair, backend: sourceBackend) }
-        let earlier = try earlierOutcomes(of: pair)
+        let checkpoint = try await store.read { try $0.bridgeCursor(pair: pair, backend: sourceBackend) }
+        let earlier = try await earlierOutcomes(of: pair)
         var latest: [RemoteID: RemoteMessage] = [:]
         var order: [RemoteID] = []
         var cursor = checkpoint
@@ -48,10 +48,10 @@ extension Migration {
             cursor = batch.cursor
         }
         let own = source.adapter.localUser
-        var toCopy = 0
-        var present = earlier.present
-        var notCarried: [NotCarried] = []
-        try store.read { tx in
+        let (toCopy, present, notCarried) = try await store.read { [order, latest] tx -> (Int, Set<MessageID>, [NotCarried]) in
+            var toCopy = 0
+            var present = earlier.present
+            var notCarried: [NotCarried] = []
             for remote in order {
                 guard let message = latest[remote] else { continue }
                 let id = try tx.messageID(backend: sourceBackend, remoteID: remote)
@@ -72,6 +72,7 @@ extension Migration {
                     }
                 }
             }
+            return (toCopy, present, notCarried)
         }
         return MigrationPlan(toCopy: toCopy, alreadyPresent: present.count, notCarried: notCarried, resumes: checkpoint != nil)
     }

@@ -81,10 +81,10 @@ extension Migration {
         let compareAttachments = source.adapter is any UploadingAdapter && target.adapter is any UploadingAdapter
         var result = MigrationVerification()
 
-        var originals: [MessageID: RemoteMessage] = [:]
-        var order: [MessageID] = []
-        var deleted = Set<MessageID>()
-        try store.read { tx in
+        let (originals, order, deleted) = try await store.read { tx -> ([MessageID: RemoteMessage], [MessageID], Set<MessageID>) in
+            var originals: [MessageID: RemoteMessage] = [:]
+            var order: [MessageID] = []
+            var deleted = Set<MessageID>()
             for message in sourceMessages {
                 let id = try message.idempotencyKey ?? tx.messageID(backend: sourceBackend, remoteID: message.remoteID)
                     ?? MessageID.derived(backend: sourceBackend, remote: message.remoteID)
@@ -94,12 +94,14 @@ extension Migration {
                 }
                 if originals.updateValue(message, forKey: id) == nil { order.append(id) }
             }
+            return (originals, order, deleted)
         }
         result.sourceMessages = originals.count
         result.sourceDeleted = deleted.subtracting(originals.keys).count
 
-        var copies: [MessageID: RemoteMessage] = [:]
-        try store.read { tx in
+        let (copies, counted) = try await store.read { [result] tx -> ([MessageID: RemoteMessage], MigrationVerification) in
+            var result = result
+            var copies: [MessageID: RemoteMessage] = [:]
             for message in targetMessages where message.deletedAt == nil {
                 result.targetMessages += 1
                 let key = try message.idempotencyKey ?? tx.messageID(backend: targetBackend, remoteID: message.remoteID)
@@ -116,7 +118,9 @@ extension Migration {
                     }
                 }
             }
+            return (copies, result)
         }
+        result = counted
 
         for id in order {
             guard let original = originals[id] else { continue }

@@ -41,7 +41,7 @@ public enum StandardScenarios {
     static func waitForRemoteID(_ ctx: ScenarioContext, _ client: ChatClient, _ id: MessageID) async throws {
         let backend = client.adapter.backend
         try await ctx.eventually("backend ID of \(id) known") {
-            try client.store.read { tx in try tx.remoteID(of: id, backend: backend, part: 0) } != nil
+            try await client.store.read { tx in try tx.remoteID(of: id, backend: backend, part: 0) } != nil
         }
     }
 
@@ -90,7 +90,7 @@ public enum StandardScenarios {
             try await alice.synchronize(ctx.fixture.conversation)
             let rows = try await alice.rowsForTest(ctx.fixture.conversation, text: "echo me")
             try ctx.expect(rows.count == 1 && rows[0].id == message.id, "alice sees \(rows.count) rows for her message")
-            let stored = try alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) }
+            let stored = try await alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) }
             try ctx.expect(stored == 1, "alice's store holds \(stored) messages, expected 1")
         },
         Scenario("retry-same-key", "failed publishes retry under the same key; the backend holds one copy", requires: [.faults]) { ctx in
@@ -187,7 +187,7 @@ public enum StandardScenarios {
             let (alice, _) = try await pair(ctx)
             let adapter = alice.adapter
             let message = try await alice.send("map me", in: ctx.fixture.conversation, noSend: true)
-            let early = try alice.store.read { tx in try tx.remoteID(of: message.id, backend: adapter.backend, part: 0) }
+            let early = try await alice.store.read { tx in try tx.remoteID(of: message.id, backend: adapter.backend, part: 0) }
             switch adapter.capabilities.idScheme {
             case .clientAssigned, .contentDerived:
                 try ctx.expect(early != nil, "scheme \(adapter.capabilities.idScheme) knows the ID at prepare but none was mapped")
@@ -196,10 +196,10 @@ public enum StandardScenarios {
             }
             try await alice.publish(message.id)
             try await ctx.eventually("mapping after publish") {
-                try alice.store.read { tx in try tx.remoteID(of: message.id, backend: adapter.backend, part: 0) } != nil
+                try await alice.store.read { tx in try tx.remoteID(of: message.id, backend: adapter.backend, part: 0) } != nil
             }
-            let remote = try alice.store.read { tx in try tx.remoteID(of: message.id, backend: adapter.backend, part: 0) }!
-            let back = try alice.store.read { tx in try tx.messageID(backend: adapter.backend, remoteID: remote) }
+            let remote = try await alice.store.read { tx in try tx.remoteID(of: message.id, backend: adapter.backend, part: 0) }!
+            let back = try await alice.store.read { tx in try tx.messageID(backend: adapter.backend, remoteID: remote) }
             try ctx.expect(back == message.id, "map is not two-way")
         },
         Scenario("duplicate-delivery-dedupe", "events delivered twice render once", requires: [.faults]) { ctx in
@@ -210,7 +210,7 @@ public enum StandardScenarios {
             for index in 0..<20 { ids.append(try await bob.send("dup \(index)", in: ctx.fixture.conversation).id) }
             for id in ids { try await waitToSee(ctx, alice, id) }
             try await Task.sleep(for: .milliseconds(100))
-            let count = try alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) }
+            let count = try await alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) }
             try ctx.expect(count == 20, "alice holds \(count) messages, expected 20")
             let window = try await alice.timeline(of: ctx.fixture.conversation)
             try ctx.expect(Set(window.map(\.id)).count == window.count, "the timeline shows a message twice")
@@ -241,7 +241,7 @@ public enum StandardScenarios {
             for id in ids { try await waitForDelivery(ctx, bob, id) }
             await faults.dropLiveStreams()
             try await ctx.eventually("alice has all 50") {
-                try alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) } >= 50
+                try await alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) } >= 50
             }
             let window = try await alice.timeline(of: ctx.fixture.conversation)
             let texts = window.map(\.content.text)
@@ -271,7 +271,7 @@ public enum StandardScenarios {
             try ctx.expect(try await alice.message(bobs2.id)?.isDeleted == true, "delete made during the gap missing")
             try ctx.expect(try await alice.message(mine.id)?.reactions.contains { $0.symbol == "👍" } == true,
                            "reaction made during the gap missing")
-            let count = try alice.store.read { tx in try tx.messageCount(in: convo) }
+            let count = try await alice.store.read { tx in try tx.messageCount(in: convo) }
             try ctx.expect(count == 4, "alice holds \(count) messages, expected 4")
         },
         Scenario("reply-references", "a reply points at the same message on both sides") { ctx in
@@ -315,10 +315,10 @@ public enum StandardScenarios {
             _ = await bob.waitUntilIdle()
             try await alice.synchronize(convo)
             let expected = sent.count
-            try await ctx.eventually("all \(expected) at alice (has \((try? alice.store.read { tx in try tx.messageCount(in: convo) }) ?? -1))") {
-                try alice.store.read { tx in try tx.messageCount(in: convo) } == expected
+            try await ctx.eventually("all \(expected) messages at alice") {
+                try await alice.store.read { tx in try tx.messageCount(in: convo) } == expected
             }
-            let stored = try alice.store.read { tx in try tx.messages(in: convo, before: nil, limit: 1000) }
+            let stored = try await alice.store.read { tx in try tx.messages(in: convo, before: nil, limit: 1000) }
             try ctx.expect(Set(stored.map(\.id)) == Set(sent), "alice's messages differ from what bob sent")
             let texts = stored.reversed().map(\.content.text).filter { $0.hasPrefix("page ") }
             try ctx.expect(texts == (0..<120).map { "page \($0)" }, "history order broken")
@@ -513,7 +513,7 @@ public enum StandardScenarios {
                 }
             }
             try ctx.expect(sawStart && sawStop, "typing did not start and clear at bob")
-            let stored = try bob.store.read { tx in try tx.messageCount(in: convo) }
+            let stored = try await bob.store.read { tx in try tx.messageCount(in: convo) }
             try ctx.expect(stored == 0, "typing left \(stored) stored rows")
         },
     ]
@@ -623,7 +623,7 @@ public enum StandardScenarios {
             if alice.adapter is any EditingAdapter {
                 try await ctx.expectError(.unknownMessage, "edit unknown") { try await alice.edit(MessageID.make(), text: "x") }
             }
-            let stored = try alice.store.read { tx in try tx.messageCount(in: convo) }
+            let stored = try await alice.store.read { tx in try tx.messageCount(in: convo) }
             try ctx.expect(stored == 0, "refused input left \(stored) stored messages")
         },
         Scenario("failure-leaves-retryable", "an adapter that throws mid-publish leaves the message failed and retryable, never lost", requires: [.faults]) { ctx in

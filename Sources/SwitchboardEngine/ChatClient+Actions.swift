@@ -27,7 +27,7 @@ extension ChatClient {
         guard let editing = adapter as? any EditingAdapter else {
             throw SwitchboardError(.notSupported, "\(backend) does not support edits")
         }
-        let snapshot = try ownMessage(id, verb: "edit")
+        let snapshot = try await ownMessage(id, verb: "edit")
         guard now.timeIntervalSince(snapshot.timestamp) <= configuration.editWindow else {
             throw SwitchboardError(.editWindowExpired,
                                    "messages can be edited for \(Int(configuration.editWindow / 60)) minutes after sending")
@@ -35,22 +35,22 @@ extension ChatClient {
         var edited = snapshot
         edited.content.text = text
         edited.editedAt = now
-        try commit(edited, event: .contentEdited(edited))
-        guard snapshot.delivery.isPublished, let remote = try? remoteID(id) else {
-            try deferUntilPublished(DeferredAction(kind: .edit, messageID: id, text: text, snapshot: snapshot), until: id)
+        try await commit(edited, event: .contentEdited(edited))
+        guard snapshot.delivery.isPublished, let remote = try? await remoteID(id) else {
+            try await deferUntilPublished(DeferredAction(kind: .edit, messageID: id, text: text, snapshot: snapshot), until: id)
             return
         }
         do {
             try await editing.edit(remote, in: snapshot.conversation, text: text)
         } catch {
-            try rollBack(to: snapshot, event: .contentEdited(snapshot), after: error)
+            try await rollBack(to: snapshot, event: .contentEdited(snapshot), after: error)
         }
     }
 
     /// Deletes one of the local user's messages (a tombstone stays): checked, applied, sent, rolled back on refusal.
     /// An unpublished message is discarded instead.
     public func delete(_ id: MessageID) async throws {
-        let snapshot = try ownMessage(id, verb: "delete")
+        let snapshot = try await ownMessage(id, verb: "delete")
         if !snapshot.delivery.isPublished && !inFlight.contains(id) {
             try await discard(id)
             return
@@ -65,15 +65,15 @@ extension ChatClient {
         var deleted = snapshot
         deleted.deletedAt = now
         deleted.content.text = ""
-        try commit(deleted, event: .deleted(deleted))
-        guard snapshot.delivery.isPublished, let remote = try? remoteID(id) else {
-            try deferUntilPublished(DeferredAction(kind: .delete, messageID: id, snapshot: snapshot), until: id)
+        try await commit(deleted, event: .deleted(deleted))
+        guard snapshot.delivery.isPublished, let remote = try? await remoteID(id) else {
+            try await deferUntilPublished(DeferredAction(kind: .delete, messageID: id, snapshot: snapshot), until: id)
             return
         }
         do {
             try await deleting.delete(remote, in: snapshot.conversation)
         } catch {
-            try rollBack(to: snapshot, event: .deleted(snapshot), after: error)
+            try await rollBack(to: snapshot, event: .deleted(snapshot), after: error)
         }
     }
 
@@ -86,7 +86,7 @@ extension ChatClient {
         guard let reacting = adapter as? any ReactingAdapter else {
             throw SwitchboardError(.notSupported, "\(backend) does not support reactions")
         }
-        guard let snapshot = try message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
+        guard let snapshot = try await message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
         guard !snapshot.isDeleted else { throw SwitchboardError(.invalidArgument, "message \(id) is deleted") }
         let user = localUser
         let had = snapshot.reactions.contains { $0.user == user && $0.symbol == symbol }
@@ -104,16 +104,16 @@ extension ChatClient {
             reactionsInFlight[id, default: 1] -= 1
             if reactionsInFlight[id] == 0 { reactionsInFlight[id] = nil }
         }
-        try commit(updated, event: .reactionsChanged(updated))
-        guard snapshot.delivery.isPublished, let remote = try? remoteID(id) else {
-            try deferUntilPublished(DeferredAction(kind: .reaction, messageID: id, symbol: symbol, isActive: !had,
+        try await commit(updated, event: .reactionsChanged(updated))
+        guard snapshot.delivery.isPublished, let remote = try? await remoteID(id) else {
+            try await deferUntilPublished(DeferredAction(kind: .reaction, messageID: id, symbol: symbol, isActive: !had,
                                                    snapshot: snapshot), until: id)
             return
         }
         do {
             try await reacting.setReaction(symbol, isActive: !had, on: remote, in: snapshot.conversation)
         } catch {
-            try rollBack(to: snapshot, event: .reactionsChanged(snapshot), after: error)
+            try await rollBack(to: snapshot, event: .reactionsChanged(snapshot), after: error)
         }
     }
 
@@ -127,11 +127,11 @@ extension ChatClient {
         guard let receipting = adapter as? any ReceiptAdapter else {
             throw SwitchboardError(.notSupported, "\(backend) does not support receipts")
         }
-        guard let message = try message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
+        guard let message = try await message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
         let user = localUser
-        if let existing = try receipts(of: id).first(where: { $0.user == user }), existing.state >= state { return }
+        if let existing = try await receipts(of: id).first(where: { $0.user == user }), existing.state >= state { return }
         let receipt = Receipt(message: id, user: user, state: state, at: now)
-        try store.write { tx in try tx.upsertReceipt(receipt) }
+        try await store.write { tx in try tx.upsertReceipt(receipt) }
         emit(.receiptChanged(message, receipt), in: message.conversation)
         try await receipting.sendReceipt(state, for: try remoteID(id), in: message.conversation)
     }
@@ -180,64 +180,78 @@ extension ChatClient {
 
     // MARK: - Helpers
 
-    private func ownMessage(_ id: MessageID, verb: String) throws -> Message {
-        guard let message = try message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
+    private func ownMessage(_ id: MessageID, verb: String) async throws -> Message {
+        guard let message = try await message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
         guard message.sender == localUser else { throw SwitchboardError(.notOwner, "only the sender can \(verb) a message") }
         guard !message.isDeleted else { throw SwitchboardError(.invalidArgument, "message \(id) is deleted") }
         return message
     }
 
-    private func remoteID(_ id: MessageID) throws -> RemoteID {
+    private func remoteID(_ id: MessageID) async throws -> RemoteID {
         let backend = self.backend
-        guard let remote = try store.read({ tx in try tx.remoteID(of: id, backend: backend, part: 0) }) else {
+        guard let remote = try await store.read({ tx in try tx.remoteID(of: id, backend: backend, part: 0) }) else {
             throw SwitchboardError(.unknownMessage, "message \(id) has no ID on \(backend) yet")
         }
         return remote
     }
 
-    private func commit(_ message: Message, event: ConversationEvent) throws {
-        try store.write { tx in try tx.upsertMessage(message) }
-        emit(event, in: message.conversation)
+    /// Stores the fields a local edit, delete or reaction changed onto the row as it is now, in one transaction (so
+    /// news that landed since the message was read, such as its echo marking it sent, stays), and emits `event` with
+    /// the stored row.
+    private func commit(_ message: Message, event: ConversationEvent) async throws {
+        let stored = try await Self.storeLocalFields(of: message, in: store) ?? message
+        emit(Self.event(like: event, with: stored), in: message.conversation)
     }
 
-    private func rollBack(to snapshot: Message, event: ConversationEvent, after error: any Error) throws -> Never {
-        // Only the fields the operation touched roll back; news that arrived meanwhile stays.
-        try store.write { tx in
-            guard var current = try tx.message(snapshot.id) else { return }
-            current.content.text = snapshot.content.text
-            current.editedAt = snapshot.editedAt
-            current.deletedAt = snapshot.deletedAt
-            current.reactions = snapshot.reactions
+    /// Writes the fields a local edit, delete or reaction touches (text, edit and delete times, reactions) from
+    /// `message` onto the stored row in one transaction; returns the row as stored, nil when it is gone.
+    private static func storeLocalFields(of message: Message, in store: any Store) async throws -> Message? {
+        try await store.write { tx in
+            guard var current = try tx.message(message.id) else { return nil }
+            current.content.text = message.content.text
+            current.editedAt = message.editedAt
+            current.deletedAt = message.deletedAt
+            current.reactions = message.reactions
             try tx.upsertMessage(current)
+            return current
         }
-        let restored = (try? message(snapshot.id)) ?? snapshot
+    }
+
+    /// `event`'s kind (edited, deleted, reactions changed) carrying `message`.
+    private static func event(like event: ConversationEvent, with message: Message) -> ConversationEvent {
         switch event {
-        case .contentEdited: emit(.contentEdited(restored), in: snapshot.conversation)
-        case .deleted: emit(.deleted(restored), in: snapshot.conversation)
-        default: emit(.reactionsChanged(restored), in: snapshot.conversation)
+        case .contentEdited: .contentEdited(message)
+        case .deleted: .deleted(message)
+        default: .reactionsChanged(message)
         }
+    }
+
+    private func rollBack(to snapshot: Message, event: ConversationEvent, after error: any Error) async throws -> Never {
+        // Only the fields the operation touched roll back; news that arrived meanwhile stays.
+        let restored = try await Self.storeLocalFields(of: snapshot, in: store) ?? snapshot
+        emit(Self.event(like: event, with: restored), in: snapshot.conversation)
         let failure = SwitchboardError.wrapping(error)
         throw SwitchboardError(failure.code, "rolled back: \(failure.message)", retryable: failure.isRetryable)
     }
 
-    private func deferUntilPublished(_ action: DeferredAction, until id: MessageID) throws {
+    private func deferUntilPublished(_ action: DeferredAction, until id: MessageID) async throws {
         let payload = try JSONEncoder().encode(action)
         let operation = PendingOperation(waitKey: Self.publishedKey(id), kind: action.kind.rawValue, payload: payload, createdAt: now)
-        _ = try store.write { tx in try tx.enqueuePending(operation) }
+        _ = try await store.write { tx in try tx.enqueuePending(operation) }
         pendingWaitKeys.insert(operation.waitKey)
     }
 
     /// Runs the operations waiting on `key` whose target is now resolvable.
     func flushOperations(waitingOn key: String) async {
         guard pendingWaitKeys.contains(key) else { return }
-        guard let operations = try? store.read({ tx in try tx.pendingOperations(waitingOn: key) }) else { return }
+        guard let operations = try? await store.read({ tx in try tx.pendingOperations(waitingOn: key) }) else { return }
         if operations.isEmpty { pendingWaitKeys.remove(key) }
         for operation in operations { await run(operation) }
     }
 
     /// Runs every waiting operation whose target has become resolvable (after a sync or a restart).
     func flushAllPendingOperations() async throws {
-        for operation in try store.read({ tx in try tx.allPendingOperations() }) { await run(operation) }
+        for operation in try await store.read({ tx in try tx.allPendingOperations() }) { await run(operation) }
     }
 
     private func run(_ operation: PendingOperation) async {
@@ -251,10 +265,10 @@ extension ChatClient {
                 case .message(let m): target = m.remoteID
                 }
                 let backend = self.backend
-                let events = try store.write { tx -> [ConversationEvent]? in
+                let events = try await reconcile { reconciler, tx -> [ConversationEvent]? in
                     guard try tx.messageID(backend: backend, remoteID: target) != nil else { return nil }
                     try tx.removePending(operation.id)
-                    return try apply(change, tx: tx)
+                    return try reconciler.apply(change, tx: tx)
                 }
                 for event in events ?? [] {
                     if let conversation = event.message?.conversation { emit(event, in: conversation) }
@@ -262,13 +276,13 @@ extension ChatClient {
                 return
             }
             let action = try JSONDecoder().decode(DeferredAction.self, from: operation.payload)
-            guard let message = try message(action.messageID) else {
-                try store.write { tx in try tx.removePending(operation.id) }
+            guard let message = try await message(action.messageID) else {
+                try await store.write { tx in try tx.removePending(operation.id) }
                 return
             }
             // Keep waiting until the message is published AND its backend ID is known (echo-only backends).
-            guard message.delivery.isPublished, let remote = try? remoteID(action.messageID) else { return }
-            try store.write { tx in try tx.removePending(operation.id) }
+            guard message.delivery.isPublished, let remote = try? await remoteID(action.messageID) else { return }
+            try await store.write { tx in try tx.removePending(operation.id) }
             do {
                 try await perform(action, remote: remote, in: message.conversation)
             } catch {
@@ -279,7 +293,7 @@ extension ChatClient {
                     case .delete: .deleted(snapshot)
                     default: .reactionsChanged(snapshot)
                     }
-                    _ = try? rollBack(to: snapshot, event: event, after: error)
+                    _ = try? await rollBack(to: snapshot, event: event, after: error)
                 }
                 throw error
             }

@@ -25,9 +25,9 @@ extension ChatClient {
             }
             wake()
         }
-        guard let message = try? message(id) else { return }
+        guard let message = try? await message(id) else { return }
         guard let uploader = adapter as? any UploadingAdapter else {
-            try? settle(id, failure: "\(backend) does not host attachments")
+            try? await settle(id, failure: "\(backend) does not host attachments")
             return
         }
         let todo = message.content.attachments.filter { $0.upload != .uploaded && !Self.isFailed($0.upload) }
@@ -39,14 +39,14 @@ extension ChatClient {
             }
         }
         if Task.isCancelled { return }
-        do { try settle(id, failure: nil) } catch { log(.warning, "settling \(id) failed: \(error)") }
+        do { try await settle(id, failure: nil) } catch { log(.warning, "settling \(id) failed: \(error)") }
     }
 
     private func upload(_ attachment: Attachment, of id: MessageID, in conversation: ConversationID,
                         with uploader: any UploadingAdapter) async {
         var working = attachment
         working.upload = .uploading(progress: 0)
-        try? store.write { tx in try tx.updateAttachment(working, of: id) }
+        try? await store.write { [working] tx in try tx.updateAttachment(working, of: id) }
         do {
             guard let path = attachment.localPath, let data = FileManager.default.contents(atPath: path) else {
                 throw SwitchboardError(.notFound, "local copy of \(attachment.filename) is gone")
@@ -62,17 +62,17 @@ extension ChatClient {
             uploaded.localPath = attachment.localPath
             uploaded.upload = .uploaded
             let done = uploaded
-            try store.write { tx in try tx.updateAttachment(done, of: id) }
+            try await store.write { tx in try tx.updateAttachment(done, of: id) }
         } catch {
             if Task.isCancelled { return }
             working.upload = .failed(reason: SwitchboardError.wrapping(error).message)
             let failed = working
-            try? store.write { tx in try tx.updateAttachment(failed, of: id) }
+            try? await store.write { tx in try tx.updateAttachment(failed, of: id) }
         }
     }
 
-    private func uploadProgressed(_ id: MessageID, attachment: AttachmentID, fraction: Double) {
-        guard var message = try? message(id), case .uploading = message.delivery else { return }
+    private func uploadProgressed(_ id: MessageID, attachment: AttachmentID, fraction: Double) async {
+        guard var message = try? await message(id), case .uploading = message.delivery else { return }
         uploadProgress[id, default: [:]][attachment] = min(1, max(0, fraction))
         let fractions = uploadProgress[id] ?? [:]
         for index in message.content.attachments.indices {
@@ -93,9 +93,9 @@ extension ChatClient {
     }
 
     /// Splits or finishes a message whose uploads have all ended, in one transaction.
-    private func settle(_ id: MessageID, failure: String?) throws {
+    private func settle(_ id: MessageID, failure: String?) async throws {
         let clock = now
-        let emitted = try store.write { tx -> [Message] in
+        let emitted = try await store.write { tx -> [Message] in
             guard var message = try tx.message(id), var entry = try tx.outboxEntry(id) else { return [] }
             var attachments = message.content.attachments
             if let failure {

@@ -22,7 +22,7 @@ extension ChatClient {
             throw SwitchboardError(.contentTooLarge,
                                    "\(attachments.count) attachments; \(backend) accepts at most \(limits.maxAttachmentsPerMessage)")
         }
-        if let replyTo, try message(replyTo) == nil {
+        if let replyTo, try await message(replyTo) == nil {
             throw SwitchboardError(.unknownMessage, "cannot reply to unknown message \(replyTo)")
         }
         let staged = try attachments.map { try stage($0, limit: limits.maxAttachmentBytes) }
@@ -35,7 +35,7 @@ extension ChatClient {
         var entry = OutboxEntry(messageID: id, backend: backend, conversation: conversation, prepared: nil, noSend: noSend,
                                 nextAttemptAt: createdAt, status: .awaitingUploads, createdAt: createdAt)
         var prepared: PreparedMessage?
-        if staged.isEmpty, let outgoing = try outgoingIfReady(message) {
+        if staged.isEmpty, let outgoing = try await outgoingIfReady(message) {
             prepared = try await adapter.prepare(outgoing, noSend: noSend)
             entry.prepared = prepared
             entry.status = .queued
@@ -43,7 +43,7 @@ extension ChatClient {
             message.delivery = noSend ? .draft : .pending
         }
         let backend = self.backend
-        try store.write { tx in
+        try await store.write { [message, entry, prepared] tx in
             try tx.insertNewMessage(message)  // a fresh ID: nothing to clear first
             try tx.upsertOutbox(entry)
             if let remote = prepared?.remoteID {
@@ -57,24 +57,29 @@ extension ChatClient {
 
     /// Publishes one prepared message now (releasing a noSend hold); a published message is a no-op.
     public func publish(_ id: MessageID) async throws {
-        guard var entry = try store.read({ tx in try tx.outboxEntry(id) }) else {
-            guard let message = try message(id) else {
+        guard var entry = try await store.read({ tx in try tx.outboxEntry(id) }) else {
+            guard let message = try await message(id) else {
                 throw SwitchboardError(.unknownMessage, "no message \(id)")
             }
             if message.delivery.isPublished { return }
             throw SwitchboardError(.unknownMessage, "message \(id) has nothing to publish")
         }
         if entry.noSend {
-            entry.noSend = false
-            let updated = entry
-            try store.write { tx in
-                try tx.upsertOutbox(updated)
-                if var message = try tx.message(id), message.delivery == .draft {
-                    message.delivery = .pending
-                    try tx.upsertMessage(message)
+            // Read and released in one transaction, so an entry finished meanwhile is not brought back.
+            let released: (entry: OutboxEntry, message: Message?)? = try await store.write { tx in
+                guard var entry = try tx.outboxEntry(id) else { return nil }
+                entry.noSend = false
+                try tx.upsertOutbox(entry)
+                var message = try tx.message(id)
+                if message?.delivery == .draft {
+                    message?.delivery = .pending
+                    try message.map(tx.upsertMessage)
                 }
+                return (entry, message)
             }
-            if let message = try message(id) { emit(.messageUpserted(message), in: message.conversation) }
+            guard let released else { return }
+            entry = released.entry
+            if let message = released.message { emit(.messageUpserted(message), in: message.conversation) }
         }
         switch entry.status {
         case .awaitingUploads:
@@ -83,7 +88,7 @@ extension ChatClient {
             try await retry(id)
         case .queued:
             try await attemptPublish(entry, force: true)
-            if let failure = try store.read({ tx in try tx.outboxEntry(id) })?.lastError, try message(id)?.delivery.isPublished != true {
+            if let failure = try await store.read({ tx in try tx.outboxEntry(id) })?.lastError, try await message(id)?.delivery.isPublished != true {
                 throw SwitchboardError(.transport, failure, retryable: true)
             }
         }
@@ -92,7 +97,7 @@ extension ChatClient {
     /// Publishes every queued message that is not held by noSend, oldest first, and returns when done.
     public func publishAll() async {
         let backend = self.backend
-        let entries = (try? store.read { tx in try tx.outbox(backend: backend) }) ?? []
+        let entries = (try? await store.read { tx in try tx.outbox(backend: backend) }) ?? []
         for entry in entries where entry.status == .queued && !entry.noSend {
             _ = try? await attemptPublish(entry, force: true)
         }
@@ -100,7 +105,7 @@ extension ChatClient {
 
     /// Drops an unpublished message locally (libxmtp's `deleteMessageLocally`); a published one is an error.
     public func discard(_ id: MessageID) async throws {
-        guard let message = try message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
+        guard let message = try await message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
         if message.delivery.isPublished || !message.isOutgoing {
             throw SwitchboardError(.alreadyPublished, "message \(id) is already published; delete it instead")
         }
@@ -110,55 +115,58 @@ extension ChatClient {
         uploadTasks[id]?.cancel()
         uploadTasks[id] = nil
         uploadTokens[id] = nil
-        if let prepared = try store.read({ tx in try tx.outboxEntry(id) })?.prepared {
+        if let prepared = try await store.read({ tx in try tx.outboxEntry(id) })?.prepared {
             try await adapter.discard(prepared)
         }
-        try store.write { tx in try tx.removeMessage(id) }
+        try await store.write { tx in try tx.removeMessage(id) }
         emit(.removed(id), in: message.conversation)
     }
 
     /// Re-enters a failed message into the ladder under the same `MessageID` (re-uploading failed attachments).
     public func retry(_ id: MessageID) async throws {
-        guard var message = try message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
-        guard var entry = try store.read({ tx in try tx.outboxEntry(id) }), entry.status == .failed else {
-            if message.delivery.isPublished { return }
-            throw SwitchboardError(.invalidArgument, "message \(id) has not failed")
-        }
-        entry.attempts = 0
-        entry.lastError = nil
-        entry.nextAttemptAt = now
-        let needsUpload = message.content.attachments.contains { $0.upload != .uploaded }
-        if needsUpload {
-            for index in message.content.attachments.indices where message.content.attachments[index].upload != .uploaded {
-                message.content.attachments[index].upload = .pending
+        let now = self.now
+        // Read and re-queued in one transaction, so an echo that landed meanwhile is not undone.
+        let requeued: (message: Message, needsUpload: Bool)? = try await store.write { tx in
+            guard var message = try tx.message(id) else { throw SwitchboardError(.unknownMessage, "no message \(id)") }
+            guard var entry = try tx.outboxEntry(id), entry.status == .failed else {
+                if message.delivery.isPublished { return nil }
+                throw SwitchboardError(.invalidArgument, "message \(id) has not failed")
             }
-            entry.status = .awaitingUploads
-            entry.prepared = nil
-            message.delivery = .uploading(progress: 0)
-        } else {
-            entry.status = entry.prepared == nil ? .awaitingUploads : .queued
-            message.delivery = entry.noSend ? .draft : .pending
+            entry.attempts = 0
+            entry.lastError = nil
+            entry.nextAttemptAt = now
+            let needsUpload = message.content.attachments.contains { $0.upload != .uploaded }
+            if needsUpload {
+                for index in message.content.attachments.indices where message.content.attachments[index].upload != .uploaded {
+                    message.content.attachments[index].upload = .pending
+                }
+                entry.status = .awaitingUploads
+                entry.prepared = nil
+                message.delivery = .uploading(progress: 0)
+            } else {
+                entry.status = entry.prepared == nil ? .awaitingUploads : .queued
+                message.delivery = entry.noSend ? .draft : .pending
+            }
+            try tx.upsertMessage(message)
+            try tx.upsertOutbox(entry)
+            return (message, needsUpload)
         }
-        let (updatedMessage, updatedEntry) = (message, entry)
-        try store.write { tx in
-            try tx.upsertMessage(updatedMessage)
-            try tx.upsertOutbox(updatedEntry)
-        }
-        emit(.messageUpserted(updatedMessage), in: updatedMessage.conversation)
-        if needsUpload { startUploads(for: id) } else { wakeAfterReturning() }
+        guard let requeued else { return }
+        emit(.messageUpserted(requeued.message), in: requeued.message.conversation)
+        if requeued.needsUpload { startUploads(for: id) } else { wakeAfterReturning() }
     }
 
     // MARK: - Preparation
 
     /// The adapter's view of a message, or nil while its reply target has no backend ID yet.
-    func outgoingIfReady(_ message: Message) throws -> OutgoingMessage? {
+    func outgoingIfReady(_ message: Message) async throws -> OutgoingMessage? {
         var replyRemote: RemoteID?
         if let replyTo = message.content.replyTo {
             let backend = self.backend
-            guard let target = try store.read({ tx in try tx.message(replyTo) }) else {
+            guard let target = try await store.read({ tx in try tx.message(replyTo) }) else {
                 throw SwitchboardError(.unknownMessage, "reply target \(replyTo) vanished")
             }
-            let remote = try store.read { tx in try tx.remoteID(of: replyTo, backend: backend, part: 0) }
+            let remote = try await store.read { tx in try tx.remoteID(of: replyTo, backend: backend, part: 0) }
             guard let remote, target.delivery.isPublished else { return nil }
             replyRemote = remote
         }
@@ -172,20 +180,20 @@ extension ChatClient {
     /// Prepares entries still waiting (attachments uploaded, reply target published); returns how many became queued.
     func prepareWaitingEntries() async -> Int {
         let backend = self.backend
-        let waiting = ((try? store.read { tx in try tx.outbox(backend: backend) }) ?? [])
+        let waiting = ((try? await store.read { tx in try tx.outbox(backend: backend) }) ?? [])
             .filter { $0.status == .awaitingUploads && uploadTasks[$0.messageID] == nil }
         var count = 0
         for var entry in waiting {
             do {
-                guard var message = try message(entry.messageID),
-                      let outgoing = try outgoingIfReady(message) else { continue }
+                guard var message = try await message(entry.messageID),
+                      let outgoing = try await outgoingIfReady(message) else { continue }
                 let prepared = try await adapter.prepare(outgoing, noSend: entry.noSend)
                 entry.prepared = prepared
                 entry.status = .queued
                 entry.nextAttemptAt = now
                 message.delivery = entry.noSend ? .draft : .pending
                 let (finalEntry, finalMessage) = (entry, message)
-                try store.write { tx in
+                try await store.write { tx in
                     guard try tx.outboxEntry(finalEntry.messageID) != nil else { return }
                     try tx.upsertOutbox(finalEntry)
                     try tx.upsertMessage(finalMessage)
@@ -244,7 +252,8 @@ extension ChatClient {
         let backend = self.backend
         while !Task.isCancelled {
             _ = await prepareWaitingEntries()
-            let due = (try? store.read { tx in try tx.dueOutbox(backend: backend, now: configuration.clock(), limit: 64) }) ?? []
+            let now = configuration.clock()
+            let due = (try? await store.read { tx in try tx.dueOutbox(backend: backend, now: now, limit: 64) }) ?? []
             var attempted = false
             for entry in due where !Task.isCancelled && !inFlight.contains(entry.messageID) {
                 if (try? await attemptPublish(entry, force: false)) == true { attempted = true }
@@ -252,7 +261,7 @@ extension ChatClient {
             if attempted { continue }
             // Nothing to do now: sleep until the next retry is due or someone wakes the worker
             // (a send, a completed attempt elsewhere, an upload settling).
-            let next = (try? store.read { tx in try tx.outbox(backend: backend) })?
+            let next = (try? await store.read { tx in try tx.outbox(backend: backend) })?
                 .filter { $0.status == .queued && !$0.noSend && !inFlight.contains($0.messageID) }
                 .map(\.nextAttemptAt).min()
             if Task.isCancelled { return }
@@ -265,17 +274,20 @@ extension ChatClient {
     func attemptPublish(_ entry: OutboxEntry, force: Bool) async throws -> Bool {
         let id = entry.messageID
         guard !inFlight.contains(id) else { return false }
-        guard let current = try store.read({ tx in try tx.outboxEntry(id) }), current.status == .queued,
+        guard let current = try await store.read({ tx in try tx.outboxEntry(id) }), current.status == .queued,
               let prepared = current.prepared else { return false }
         if current.noSend && !force { return false }
         if !force && current.nextAttemptAt > configuration.clock() { return false }
         inFlight.insert(id)
         defer { inFlight.remove(id) }
-        if var message = try message(id), !message.delivery.isPublished {
+        // Read and changed in one transaction: an echo landing meanwhile (it marks the row sent) is never undone.
+        let sending: Message? = try await store.write { tx in
+            guard var message = try tx.message(id), !message.delivery.isPublished else { return nil }
             message.delivery = .sending
-            try store.write { tx in try tx.upsertMessage(message) }
-            emit(.messageUpserted(message), in: message.conversation)
+            try tx.upsertMessage(message)
+            return message
         }
+        if let sending { emit(.messageUpserted(sending), in: sending.conversation) }
         var machine = OutboxAttemptMachine(policy: configuration.retry, attempts: current.attempts)
         let action: OutboxAttemptMachine.Action
         var publishReceipt: PublishReceipt?
@@ -287,14 +299,14 @@ extension ChatClient {
             log(.debug, "publish of \(id) failed: \(failure)")
             action = machine.publishFailed(failure, now: configuration.clock(), random: Double.random(in: 0...1))
         }
-        try finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
+        try await finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
         return true
     }
 
     private func finishAttempt(_ id: MessageID, prepared: PreparedMessage, action: OutboxAttemptMachine.Action,
-                               receipt: PublishReceipt?, attempts: Int) throws {
+                               receipt: PublishReceipt?, attempts: Int) async throws {
         let backend = self.backend
-        let updated: Message? = try store.write { tx -> Message? in
+        let updated: Message? = try await store.write { tx -> Message? in
             guard var entry = try tx.outboxEntry(id), var message = try tx.message(id) else {
                 return nil  // the echo already completed it, or it was discarded
             }

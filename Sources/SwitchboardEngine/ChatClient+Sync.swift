@@ -32,22 +32,22 @@ extension ChatClient {
 
     private func deltaSync(_ id: ConversationID) async throws {
         let backend = self.backend
-        var cursor = try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .changes) }
+        var cursor = try await store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .changes) }
         if cursor == nil {
             // First open: take the feed position first, then the newest page; the overlap is deduplicated.
             let latest = try await adapter.latestCursor(in: id)
             let page = try await adapter.history(in: id, before: nil, limit: configuration.pageSize)
-            try ingest(page, in: id, isNewestPage: true)
-            try store.write { tx in
+            try await ingest(page, in: id, isNewestPage: true)
+            try await store.write { tx in
                 try tx.setCursor(latest ?? Cursor("0"), conversation: id, backend: backend, kind: .changes)
             }
             cursor = latest ?? Cursor("0")
         }
         while true {
             let batch = try await adapter.changes(in: id, after: cursor, limit: configuration.syncBatchSize)
-            let events = try store.write { tx -> [ConversationEvent] in
+            let events = try await reconcile { reconciler, tx -> [ConversationEvent] in
                 var events: [ConversationEvent] = []
-                for change in batch.changes { events += try apply(change, tx: tx) }
+                for change in batch.changes { events += try reconciler.apply(change, tx: tx) }
                 if let next = batch.cursor {
                     try tx.setCursor(next, conversation: id, backend: backend, kind: .changes)
                 }
@@ -61,13 +61,13 @@ extension ChatClient {
 
     /// Ingests one history page and records where paging backwards resumes and how far down history is contiguous.
     /// The newest page (first open) flows into the window; older pages wait for `loadOlder` to prepend them.
-    func ingest(_ page: HistoryPage, in id: ConversationID, isNewestPage: Bool) throws {
+    func ingest(_ page: HistoryPage, in id: ConversationID, isNewestPage: Bool) async throws {
         let backend = self.backend
-        let (events, floor) = try store.write { tx -> ([ConversationEvent], TimelinePosition?) in
+        let (events, floor) = try await reconcile { reconciler, tx -> ([ConversationEvent], TimelinePosition?) in
             var events: [ConversationEvent] = []
-            for message in page.messages { events += try apply(.message(message), tx: tx) }
-            for reaction in page.reactions { events += try apply(.reaction(reaction), tx: tx) }
-            for receipt in page.receipts { events += try apply(.receipt(receipt), tx: tx) }
+            for message in page.messages { events += try reconciler.apply(.message(message), tx: tx) }
+            for reaction in page.reactions { events += try reconciler.apply(.reaction(reaction), tx: tx) }
+            for receipt in page.receipts { events += try reconciler.apply(.receipt(receipt), tx: tx) }
             let existing = try tx.cursor(conversation: id, backend: backend, kind: .history)
             guard existing != Self.historyExhausted else { return (events, nil) }
             try tx.setCursor(page.olderCursor ?? Self.historyExhausted, conversation: id, backend: backend, kind: .history)
@@ -76,7 +76,7 @@ extension ChatClient {
                 floor = nil  // the beginning: everything stored is contiguous
             } else {
                 for remote in page.messages {
-                    guard let position = try tx.message(resolve(remote, tx: tx))?.position else { continue }
+                    guard let position = try tx.message(reconciler.resolve(remote, tx: tx))?.position else { continue }
                     if floor == nil || position < floor! { floor = position }
                 }
             }
@@ -92,9 +92,9 @@ extension ChatClient {
     }
 
     /// The stored history floor of a conversation.
-    func historyFloor(_ id: ConversationID) throws -> TimelinePosition? {
+    func historyFloor(_ id: ConversationID) async throws -> TimelinePosition? {
         let backend = self.backend
-        return try Self.decodeFloor(store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .historyFloor) })
+        return try await Self.decodeFloor(store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .historyFloor) })
     }
 
     static func decodeFloor(_ cursor: Cursor?) -> TimelinePosition? {
@@ -107,16 +107,16 @@ extension ChatClient {
     @discardableResult
     func fetchOlderHistory(_ id: ConversationID) async throws -> Int {
         let backend = self.backend
-        let cursor = try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) }
+        let cursor = try await store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) }
         if cursor == Self.historyExhausted { return 0 }
         let page = try await adapter.history(in: id, before: cursor, limit: configuration.pageSize)
-        try ingest(page, in: id, isNewestPage: false)
+        try await ingest(page, in: id, isNewestPage: false)
         return page.messages.count
     }
 
-    func isHistoryExhausted(_ id: ConversationID) throws -> Bool {
+    func isHistoryExhausted(_ id: ConversationID) async throws -> Bool {
         let backend = self.backend
-        return try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) } == Self.historyExhausted
+        return try await store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) } == Self.historyExhausted
     }
 
     /// Handles the live events queued at this moment, in order: connection changes trigger a delta sync; each run
@@ -171,15 +171,16 @@ extension ChatClient {
         guard !fresh.isEmpty else { return }
         var events: [ConversationEvent] = []
         do {
-            events = try store.write { tx in
+            let batch = fresh
+            events = try await reconcile { reconciler, tx in
                 var events: [ConversationEvent] = []
-                for change in fresh { events += try apply(change, tx: tx) }
+                for change in batch { events += try reconciler.apply(change, tx: tx) }
                 return events
             }
         } catch {
             for change in fresh {
                 do {
-                    events += try store.write { tx in try apply(change, tx: tx) }
+                    events += try await reconcile { reconciler, tx in try reconciler.apply(change, tx: tx) }
                 } catch {
                     state.recentChanges.remove(change)
                     log(.warning, "live change not applied: \(error); next sync repairs it")
@@ -197,186 +198,6 @@ extension ChatClient {
             echoed = echoed || remote.sender == localUser
         }
         if echoed { wake() }  // an echo may unblock a reply waiting for its target's ID
-    }
-
-    // MARK: - Reconciliation
-
-    /// Resolves an incoming message to its `MessageID`: the ID map by its backend ID, else its carried key when
-    /// the claim holds (DESIGN §2), else the deterministic derivation.
-    func resolve(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> MessageID {
-        if let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID) { return mapped }
-        return try resolveUnmapped(remote, tx: tx)
-    }
-
-    /// Resolves a message the ID map does not know. Its key binds only when that `MessageID` is new here or its
-    /// stored message has the same conversation and sender (the local user's own echo, say); a key that names
-    /// another party's message is a collision: counted, logged, and the message keeps a derived ID of its own, so
-    /// nobody can edit, delete or replace another party's message by carrying its key.
-    private func resolveUnmapped(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> MessageID {
-        let backend = self.backend
-        let resolution = try MessageIdentity.resolve(remote, on: backend) { candidate in
-            var evidence = KeyEvidence()
-            if let other = try tx.remoteID(of: candidate, backend: backend, part: 0), other != remote.remoteID {
-                evidence.otherRemoteOnBackend = other
-            }
-            if let owner = try tx.messageOwner(candidate) {
-                evidence.owner = KeyScope(backend: backend, conversation: owner.conversation, sender: owner.sender)
-            }
-            return evidence
-        }
-        if let key = resolution.refusedKey, let reason = resolution.collision {
-            keyCollisions += 1
-            log(.warning, "message \(remote.remoteID) from \(remote.sender) carries key \(key), which is not theirs to "
-                + "use (\(reason)); kept apart as \(resolution.id)")
-        }
-        return resolution.id
-    }
-
-    /// Applies one change inside a transaction and returns the events it causes (none when nothing changed).
-    func apply(_ change: RemoteChange, tx: any StoreTransaction) throws -> [ConversationEvent] {
-        switch change {
-        case .message(let remote): return try applyMessage(remote, tx: tx)
-        case .reaction(let reaction): return try applyReaction(reaction, tx: tx)
-        case .receipt(let receipt): return try applyReceipt(receipt, tx: tx)
-        }
-    }
-
-    private func applyMessage(_ remote: RemoteMessage, tx: any StoreTransaction) throws -> [ConversationEvent] {
-        let backend = self.backend
-        let mapped = try tx.messageID(backend: backend, remoteID: remote.remoteID)
-        let id = try mapped ?? resolveUnmapped(remote, tx: tx)
-        if mapped == nil {
-            // The resolution checked that `id` names no other message here, so the mapping is new.
-            try tx.insertMappingIfAbsent(IDMapping(messageID: id, backend: backend, conversation: remote.conversation,
-                                                   remoteID: remote.remoteID))
-        }
-        var replyTo: MessageID?
-        if let target = remote.replyTo {
-            replyTo = try tx.messageID(backend: backend, remoteID: target) ?? MessageID.derived(backend: backend, remote: target)
-        }
-        let isOwn = remote.sender == localUser
-        let arriving = Message(id: id, conversation: remote.conversation, sender: remote.sender,
-                               content: MessageContent(text: remote.text, replyTo: replyTo, attachments: remote.attachments,
-                                                       metadata: remote.metadata),
-                               timestamp: remote.sentAt.roundedToMicroseconds, hasServerTimestamp: true,
-                               editedAt: remote.editedAt?.roundedToMicroseconds,
-                               deletedAt: remote.deletedAt?.roundedToMicroseconds,
-                               delivery: isOwn ? .sent : .received, isOutgoing: isOwn)
-        // Unmapped is almost always new (a repeat of a stored message finds its mapping): insert first, and read
-        // the row only when one exists (an own message coming home before its mapping, say).
-        if mapped == nil, try tx.insertMessageIfAbsent(arriving) { return [.messageUpserted(arriving)] }
-        guard var message = try tx.message(id) else {
-            try tx.insertNewMessage(arriving)
-            return [.messageUpserted(arriving)]
-        }
-        let before = message
-        if !message.hasServerTimestamp || message.timestamp != remote.sentAt.roundedToMicroseconds {
-            message.timestamp = remote.sentAt.roundedToMicroseconds
-            message.hasServerTimestamp = true
-        }
-        if message.isOutgoing && !message.delivery.isPublished {
-            // The echo proves the backend has it: whatever the publish call said, it is sent.
-            message.delivery = .sent
-            try tx.removeOutbox(id)
-        }
-        message.content.attachments = mergeAttachments(local: message.content.attachments, remote: remote.attachments)
-        var events: [ConversationEvent] = []
-        let remoteEdited = remote.editedAt?.roundedToMicroseconds
-        if remote.text != message.content.text, remote.deletedAt == nil, message.deletedAt == nil {
-            // A copy older than our own edit (the original, or an earlier edit) must not undo it.
-            let isOlderThanLocalEdit = message.editedAt.map { local in remoteEdited.map { $0 < local } ?? true } ?? false
-            if !isOlderThanLocalEdit {
-                message.content.text = remote.text
-                message.editedAt = remoteEdited ?? message.editedAt
-                events.append(.contentEdited(message))
-            }
-        }
-        if let deleted = remote.deletedAt, message.deletedAt == nil {
-            message.deletedAt = deleted.roundedToMicroseconds
-            message.content.text = remote.text
-            events.append(.deleted(message))
-        }
-        if message == before { return [] }
-        try tx.upsertMessage(message)
-        if events.isEmpty { events.append(.messageUpserted(message)) } else {
-            events = events.map { event in
-                switch event {
-                case .contentEdited: .contentEdited(message)
-                case .deleted: .deleted(message)
-                default: event
-                }
-            }
-            if message.delivery != before.delivery || message.timestamp != before.timestamp {
-                events.insert(.messageUpserted(message), at: 0)
-            }
-        }
-        return events
-    }
-
-    /// The remote attachment set wins (a partial failure may have split it); local files stay for display.
-    private func mergeAttachments(local: [Attachment], remote: [Attachment]) -> [Attachment] {
-        guard !remote.isEmpty else { return local }
-        return remote.map { incoming in
-            var merged = incoming
-            if let mine = local.first(where: { $0.id == incoming.id || $0.sha256 == incoming.sha256 }) {
-                merged.id = mine.id
-                merged.localPath = mine.localPath
-            }
-            merged.upload = .uploaded
-            return merged
-        }
-    }
-
-    private func applyReaction(_ reaction: RemoteReaction, tx: any StoreTransaction) throws -> [ConversationEvent] {
-        guard let id = try tx.messageID(backend: backend, remoteID: reaction.target),
-              var message = try tx.message(id) else {
-            try enqueueIncoming(.reaction(reaction), target: reaction.target, tx: tx)
-            return []
-        }
-        // An echo of the local user's own reaction while a change of theirs on this message is on its way is not
-        // applied (see `reactionsInFlight`): the local state is what they asked for last.
-        if reaction.user == localUser, reactionsInFlight[id, default: 0] > 0 { return [] }
-        var reactions = message.reactions
-        let existing = reactions.firstIndex { $0.user == reaction.user && $0.symbol == reaction.symbol }
-        if reaction.isActive {
-            if existing == nil { reactions.append(Reaction(user: reaction.user, symbol: reaction.symbol, at: reaction.at.roundedToMicroseconds)) }
-        } else if let existing {
-            reactions.remove(at: existing)
-        }
-        guard reactions != message.reactions else { return [] }
-        message.reactions = reactions
-        try tx.upsertMessage(message)
-        return [.reactionsChanged(message)]
-    }
-
-    private func applyReceipt(_ remote: RemoteReceipt, tx: any StoreTransaction) throws -> [ConversationEvent] {
-        guard let id = try tx.messageID(backend: backend, remoteID: remote.target), var message = try tx.message(id) else {
-            try enqueueIncoming(.receipt(remote), target: remote.target, tx: tx)
-            return []
-        }
-        let existing = try tx.receipts(of: id).first { $0.user == remote.user }
-        if let existing, existing.state >= remote.state { return [] }
-        let receipt = Receipt(message: id, user: remote.user, state: remote.state, at: remote.at.roundedToMicroseconds)
-        try tx.upsertReceipt(receipt)
-        if message.isOutgoing && remote.user != localUser && message.delivery.isPublished {
-            let climbed: DeliveryState = remote.state == .read ? .read : .delivered
-            if climbed.rank > message.delivery.rank {
-                message.delivery = climbed
-                try tx.upsertMessage(message)
-            }
-        }
-        return [.receiptChanged(message, receipt)]
-    }
-
-    private func enqueueIncoming(_ change: RemoteChange, target: RemoteID, tx: any StoreTransaction) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let payload = try encoder.encode(change)
-        let key = Self.remoteKey(backend, target)
-        // A refetch or redelivery of the same waiting change must not queue it twice.
-        guard try !tx.pendingOperations(waitingOn: key).contains(where: { $0.payload == payload }) else { return }
-        try tx.enqueuePending(PendingOperation(waitKey: key, kind: "incoming", payload: payload, createdAt: now))
-        pendingWaitKeys.insert(key)
     }
 
     static func remoteKey(_ backend: BackendID, _ remote: RemoteID) -> String { "remote:\(backend.rawValue):\(remote.rawValue)" }

@@ -59,7 +59,7 @@ public actor ChatClient {
         guard !isStarted else { return }
         isStarted = true
         let backend = self.backend
-        let entries = try store.write { tx -> [OutboxEntry] in
+        let entries = try await store.write { tx -> [OutboxEntry] in
             let entries = try tx.outbox(backend: backend)
             for entry in entries where entry.status == .queued {
                 // A crash while "sending" leaves the outcome unknown: publish again under the same key.
@@ -70,7 +70,7 @@ public actor ChatClient {
             }
             return entries
         }
-        pendingWaitKeys = Set(try store.read { tx in try tx.allPendingOperations().map(\.waitKey) })
+        pendingWaitKeys = Set(try await store.read { tx in try tx.allPendingOperations().map(\.waitKey) })
         for entry in entries where entry.status == .awaitingUploads {
             startUploads(for: entry.messageID)
         }
@@ -119,11 +119,11 @@ public actor ChatClient {
     public func open(_ id: ConversationID) async throws -> Conversation {
         if conversations[id] == nil {
             let state = ConversationState(id: id, windowLimit: configuration.windowLimit)
-            let floor = try historyFloor(id)
-            let newest = try contiguousMessages(in: id, before: nil, floor: floor)
+            let floor = try await historyFloor(id)
+            let newest = try await contiguousMessages(in: id, before: nil, floor: floor)
             state.window.floor = floor
             let backend = self.backend
-            let historyCursor = try store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) }
+            let historyCursor = try await store.read { tx in try tx.cursor(conversation: id, backend: backend, kind: .history) }
             let remoteOlder = historyCursor != nil && historyCursor != Self.historyExhausted
             state.window.reset(newest: newest, hasOlder: newest.count == configuration.pageSize || remoteOlder)
             conversations[id] = state
@@ -205,8 +205,9 @@ public actor ChatClient {
     public func isLive(_ id: ConversationID) -> Bool { conversations[id]?.isConnected ?? false }
 
     /// Whether older messages may exist before the window, in the store or on the backend.
-    public func hasOlder(in id: ConversationID) throws -> Bool {
-        try state(id).window.hasOlder || !isHistoryExhausted(id)
+    public func hasOlder(in id: ConversationID) async throws -> Bool {
+        if try state(id).window.hasOlder { return true }
+        return try await !isHistoryExhausted(id)
     }
 
     /// Pages backwards: older messages from the store, fetching history from the backend when the store runs out.
@@ -215,36 +216,37 @@ public actor ChatClient {
     public func loadOlder(in id: ConversationID) async throws -> Int {
         let state = try state(id)
         let pageSize = configuration.pageSize
-        var local = try contiguousMessages(in: id, before: state.window.oldest, floor: try historyFloor(id))
+        var local = try await contiguousMessages(in: id, before: state.window.oldest, floor: try historyFloor(id))
         // Stored rows below the history floor are islands (old messages an edit brought in), not the next page:
         // fetch history until a full contiguous page exists or the beginning is reached.
         var fetches = 0
-        while local.count < pageSize, try !isHistoryExhausted(id), fetches < 8 {
+        while local.count < pageSize, try await !isHistoryExhausted(id), fetches < 8 {
             fetches += 1
             let fetched = try await fetchOlderHistory(id)
-            local = try contiguousMessages(in: id, before: state.window.oldest, floor: try historyFloor(id))
+            local = try await contiguousMessages(in: id, before: state.window.oldest, floor: try historyFloor(id))
             if fetched == 0 { break }
         }
-        state.window.floor = try historyFloor(id)
+        state.window.floor = try await historyFloor(id)
         state.window.prepend(local)
-        let exhausted = try isHistoryExhausted(id)
+        let exhausted = try await isHistoryExhausted(id)
         state.window.hasOlder = local.count == pageSize || !exhausted
         return local.count
     }
 
     /// Up to a page of stored messages before `position`, newest first, none below the history floor.
     func contiguousMessages(in id: ConversationID, before position: TimelinePosition?,
-                            floor: TimelinePosition?) throws -> [Message] {
-        let rows = try store.read { tx in try tx.messages(in: id, before: position, limit: configuration.pageSize) }
+                            floor: TimelinePosition?) async throws -> [Message] {
+        let limit = configuration.pageSize
+        let rows = try await store.read { tx in try tx.messages(in: id, before: position, limit: limit) }
         guard let floor else { return rows }
         return rows.filter { $0.position >= floor }
     }
 
     /// Message by ID from the store.
-    public func message(_ id: MessageID) throws -> Message? { try store.read { tx in try tx.message(id) } }
+    public func message(_ id: MessageID) async throws -> Message? { try await store.read { tx in try tx.message(id) } }
 
     /// Receipts of a message.
-    public func receipts(of id: MessageID) throws -> [Receipt] { try store.read { tx in try tx.receipts(of: id) } }
+    public func receipts(of id: MessageID) async throws -> [Receipt] { try await store.read { tx in try tx.receipts(of: id) } }
 
     /// Waits until no outbox entry is due or in flight and no upload runs, or until `timeout` passes; returns whether idle.
     @discardableResult
@@ -252,7 +254,7 @@ public actor ChatClient {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let backend = self.backend
-            let busy = (try? store.read { tx in
+            let busy = (try? await store.read { tx in
                 try tx.outbox(backend: backend).contains { $0.status != .failed && !$0.noSend }
             }) ?? true
             if !busy && inFlight.isEmpty && uploadTasks.isEmpty { return true }

@@ -172,7 +172,7 @@ enum BridgeDemoCommand {
         let left = try await supabaseObserver.allMessages(in: room)
         let right = try await xmtpObserver.allMessages(in: group)
         printSideBySide(left: left, right: right)
-        try printIDMap(root: root, keys: left.compactMap(\.idempotencyKey).prefix(8))
+        try await printIDMap(root: root, keys: left.compactMap(\.idempotencyKey).prefix(8))
         let exit = summary(left: left, right: right, expected: expected)
         await alice.stop()
         await bob.stop()
@@ -260,13 +260,13 @@ enum BridgeDemoCommand {
         }
     }
 
-    private static func printIDMap(root: URL, keys: ArraySlice<MessageID>) throws {
+    private static func printIDMap(root: URL, keys: ArraySlice<MessageID>) async throws {
         let store = try SQLiteStore(path: root.appendingPathComponent("bridge.sqlite").path)
         defer { store.close() }
         writeLine("\nID map (first \(keys.count) messages; the bridge's store):")
         writeLine("  \("MessageID".padding(toLength: 38, withPad: " ", startingAt: 0))\("xmtp (content-derived)".padding(toLength: 26, withPad: " ", startingAt: 0))supabase (row id)")
         for key in keys {
-            let mappings = try store.read { try $0.mappings(of: key) }
+            let mappings = try await store.read { try $0.mappings(of: key) }
             let xmtp = mappings.first { $0.backend == "xmtp" }?.remoteID.rawValue.prefix(22) ?? "—"
             let supabase = mappings.first { $0.backend == "supabase" }?.remoteID.rawValue ?? "—"
             writeLine("  \(key.rawValue.padding(toLength: 38, withPad: " ", startingAt: 0))\(String(xmtp).padding(toLength: 26, withPad: " ", startingAt: 0))\(supabase)")

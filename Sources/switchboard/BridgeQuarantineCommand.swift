@@ -42,14 +42,14 @@ enum BridgeQuarantineCommand {
         var unknown = Set(ids)
         for pair in pairs {
             let quarantine = BridgeQuarantine(store: store, a: pair.a.conversation, b: pair.b.conversation)
-            let entries = try quarantine.entries()
+            let entries = try await quarantine.entries()
             switch action {
             case "list":
                 writeLine("pair \(pair.name): \(entries.count) quarantined")
                 for entry in entries { writeLine("  " + line(entry)) }
             default:
                 for entry in entries where unknown.contains(entry.id) {
-                    let done = action == "retry" ? try quarantine.retry(entry.id) : try quarantine.drop(entry.id)
+                    let done = await action == "retry" ? try quarantine.retry(entry.id) : try quarantine.drop(entry.id)
                     if done {
                         unknown.remove(entry.id)
                         writeLine("pair \(pair.name): \(action == "retry" ? "retry requested for" : "dropped") entry \(entry.id)")

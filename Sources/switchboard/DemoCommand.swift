@@ -153,7 +153,7 @@ enum DemoCommand {
             writeLine("  \(message.sender.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0)) \(message.content.text)\(files.isEmpty ? "" : "  [\(files)]")")
         }
         let serverCopies = backend.faults.messages(in: room).count
-        let bobCount = try bobClient.store.read { tx in try tx.messageCount(in: room) }
+        let bobCount = try await bobClient.store.read { tx in try tx.messageCount(in: room) }
         writeLine("\nBackend rows: \(serverCopies); Bob's rows: \(bobCount); every message exactly once.")
         await aliceClient.stop()
         await bobClient.stop()

@@ -51,7 +51,7 @@ struct SocketIOKeyTrustTests {
                 let bobs = timeline.filter { $0.sender == fixture.bob }
                 #expect(bobs.count <= 1)
                 #expect(bobs.allSatisfy { $0.id != sent.id })
-                let stored: Message? = try (client === alicesApp ? alicesStore : secondStore).read { try $0.message(sent.id) }
+                let stored: Message? = try await (client === alicesApp ? alicesStore : secondStore).read { try $0.message(sent.id) }
                 #expect(stored?.content.text == "alice's words", "the store agrees")
             }
             await alicesApp.stop()

@@ -40,21 +40,21 @@ struct SocketIOReactionSyncTests {
                 return (client, store)
             }
             /// Bob's symbols on the message in `store`, sorted (nil while the message is not there).
-            func bobs(_ store: SQLiteStore) throws -> [String]? {
-                let messages: [Message] = try store.read { tx in try tx.messages(in: conversation, before: nil, limit: 50) }
+            func bobs(_ store: SQLiteStore) async throws -> [String]? {
+                let messages: [Message] = try await store.read { tx in try tx.messages(in: conversation, before: nil, limit: 50) }
                 guard let message = messages.first(where: { $0.content.text == "react to me" }) else { return nil }
                 return message.reactions.filter { $0.user == fixture.bob }.map(\.symbol).sorted()
             }
 
             let (first, firstStore) = try await launch()
-            #expect(try await waitUntil { try bobs(firstStore) == ["👍"] }, "alice never saw bob's 👍")
+            #expect(try await waitUntil { try await bobs(firstStore) == ["👍"] }, "alice never saw bob's 👍")
             await first.stop()
             firstStore.close()
 
             try await away(bobAdapter, remote, conversation)
 
             let (second, secondStore) = try await launch()
-            result = try #require(try bobs(secondStore), "alice's store lost the message")
+            result = try await #require(try await bobs(secondStore), "alice's store lost the message")
             await second.stop()
             secondStore.close()
             await fixture.tearDown()

@@ -57,14 +57,14 @@ struct SocketIOReconnectTests {
             #expect(cuts >= 8, "only \(cuts) socket cuts happened while bob was sending")
 
             #expect(await waitUntil(timeout: .seconds(20)) {
-                (try? alice.store.read { try $0.messageCount(in: conversation) }) == count
-            }, "alice holds \((try? alice.store.read { try $0.messageCount(in: conversation) }) ?? -1) messages, expected \(count)")
+                (try? await alice.store.read { try $0.messageCount(in: conversation) }) == count
+            }, "alice never held the \(count) messages bob sent")
 
             // The server's order, read back through a fresh adapter's history.
             let reader = try await fixture.makeAdapter(fixture.alice)
             let serverOrder = try await reader.allMessages(in: conversation).map(\.idempotencyKey)
             #expect(serverOrder == sent, "the server's order differs from bob's send order")
-            let stored = try alice.store.read { try $0.messages(in: conversation, before: nil, limit: count * 2) }
+            let stored = try await alice.store.read { try $0.messages(in: conversation, before: nil, limit: count * 2) }
             let ids = stored.reversed().map(\.id)
             #expect(ids.count == Set(ids).count, "alice holds a message twice")
             #expect(ids == sent, "alice's timeline is not in the server's order")

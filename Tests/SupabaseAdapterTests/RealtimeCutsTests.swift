@@ -60,10 +60,10 @@ struct RealtimeCutsTests {
         let expected = 2 * perSide
         for (name, side) in [("alice", alice), ("bob", bob)] {
             let deadline = ContinuousClock.now + .seconds(120)
-            while try side.store.read({ try $0.messageCount(in: conversation) }) < expected, ContinuousClock.now < deadline {
+            while try await side.store.read({ try $0.messageCount(in: conversation) }) < expected, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
             }
-            let count = try side.store.read { try $0.messageCount(in: conversation) }
+            let count = try await side.store.read { try $0.messageCount(in: conversation) }
             #expect(count == expected, "\(name) holds \(count) messages, expected \(expected)")
         }
 
@@ -80,7 +80,7 @@ struct RealtimeCutsTests {
         #expect(Set(serverOrder) == Set(sent.map(\.rawValue)), "the server's messages differ from those sent")
 
         for (name, side) in [("alice", alice), ("bob", bob)] {
-            let stored = try side.store.read { try $0.messages(in: conversation, before: nil, limit: expected * 2) }
+            let stored = try await side.store.read { try $0.messages(in: conversation, before: nil, limit: expected * 2) }
             let ids = stored.reversed().map(\.id.rawValue)
             #expect(ids.count == Set(ids).count, "\(name) holds a message twice")
             #expect(ids == serverOrder, "\(name)'s timeline is not in the server's order")

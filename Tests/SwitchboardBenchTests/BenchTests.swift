@@ -175,7 +175,7 @@ import Testing
     @Test func memoryProbe() async throws {
         let directory = try BenchDirectory("probe-test")
         defer { directory.remove() }
-        try MemoryScenario.prepare(path: directory.path("s.sqlite"), count: 120)
+        try await MemoryScenario.prepare(path: directory.path("s.sqlite"), count: 120)
         let line = try await MemoryScenario.probe(store: directory.path("s.sqlite"), pages: 3)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect((object["vmhwm_kb"] as? Int ?? 0) > 0)

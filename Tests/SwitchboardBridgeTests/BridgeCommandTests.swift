@@ -73,7 +73,7 @@ struct BridgeCommandEndToEndTests {
         let missing = expectEachOnce(supabase, name: "supabase", sent: sent.carol.sent + sent.dave.sent)
             .union(expectEachOnce(xmtp, name: "xmtp", sent: sent.carol.sent + sent.dave.sent))
         if !missing.isEmpty {
-            diagnoseMissing(missing, root: servers.root,
+            await diagnoseMissing(missing, root: servers.root,
                             sides: [DiagnosedSide(name: "supabase", backend: "supabase", contents: supabase),
                                     DiagnosedSide(name: "xmtp", backend: "xmtp", contents: xmtp)])
         }
@@ -136,16 +136,16 @@ struct BridgeCommandEndToEndTests {
                             log: servers.root.appendingPathComponent("\(worker).log"))
         }
         /// The lease's current owner.
-        func owner() -> String? { try? store.leaseOwner(lease, now: Date()) }
+        func owner() async -> String? { try? await store.leaseOwner(lease, now: Date()) }
         /// Waits until the owner satisfies `predicate` (or the timeout passes); returns the owner.
         func waitForOwner(_ predicate: (String?) -> Bool, timeout: Duration) async throws -> String? {
             let deadline = ContinuousClock.now + timeout
             while ContinuousClock.now < deadline {
-                let current = owner()
+                let current = await owner()
                 if predicate(current) { return current }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            return owner()
+            return await owner()
         }
 
         var children = ["worker-1": try launch("worker-1")]
@@ -164,7 +164,7 @@ struct BridgeCommandEndToEndTests {
         }
         try await burst("before")
         try await Task.sleep(for: .milliseconds(500))
-        let holder = try #require(owner(), "nobody holds the lease")
+        let holder = try #require(await owner(), "nobody holds the lease")
         let survivor = holder == "worker-1" ? "worker-2" : "worker-1"
         await children[holder]?.killHard()
         let killedAt = ContinuousClock.now
@@ -190,7 +190,8 @@ struct BridgeCommandEndToEndTests {
         let status = await survivorChild.waitForExit(timeout: .seconds(30))
         #expect(status == 0, "SIGTERM: \(survivor) exited with \(status.map(String.init) ?? "nothing")")
         if status == nil { await survivorChild.killHard() }
-        #expect(owner() == nil, "the lease was not released on SIGTERM (owner \(owner() ?? "none"))")
+        let ownerAfter = await owner()
+        #expect(ownerAfter == nil, "the lease was not released on SIGTERM (owner \(ownerAfter ?? "none"))")
 
         supabase = try await SideContents.read(servers.carolAdapter(), in: servers.supabaseConversation)
         xmtp = try await SideContents.read(try servers.daveAdapter(database: "verify.sqlite"), in: servers.xmtpConversation)

@@ -23,7 +23,7 @@ struct BridgeDirectionTests {
         try await send(pair.alice, "alice 1", in: "room-left")
         try await send(pair.bob, "bob 1", in: "room-right")
         pair.right.faults.failNextPublishes(1_000)  // left → right cannot publish
-        let bridge = try pair.bridge()
+        let bridge = try await pair.bridge()
         await #expect(throws: (any Error).self) { try await bridge.catchUp() }
         #expect(try await pair.messages(pair.left, "room-left", as: "alice").map(\.text) == ["alice 1", "bob 1"],
                 "right → left went on")
@@ -46,7 +46,7 @@ struct BridgeDirectionTests {
         configuration.log = { lines.append($0) }
         let gate = PublishGate(pair.right.makeAdapter(for: "bridge"))
         gate.closed = true  // the bridge cannot publish on the right; bob can
-        let bridge = try pair.bridge(towards: gate, configuration: configuration)
+        let bridge = try await pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
         #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
@@ -78,7 +78,7 @@ extension BridgeDirectionTests {
         gate.closed = true
         let lines = LogLines()
         configuration.log = { lines.append($0) }
-        let bridge = try pair.bridge(towards: gate, configuration: configuration)
+        let bridge = try await pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
         #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
@@ -104,7 +104,7 @@ extension BridgeDirectionTests {
         let gate = PublishGate(pair.right.makeAdapter(for: "bridge"),
                                failure: SwitchboardError(.transport, "HTTP 429: slow down", retryable: true, retryAfter: .seconds(90)))
         gate.closed = true
-        let bridge = try pair.bridge(towards: gate, configuration: configuration)
+        let bridge = try await pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
         #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed (retrying in 90.0 seconds") } },

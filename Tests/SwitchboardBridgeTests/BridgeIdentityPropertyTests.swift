@@ -45,9 +45,9 @@ struct BridgeIdentityPropertyTests {
     private static func runProperty(seed: UInt64, mode: Mode) async throws {
         let started = ContinuousClock.now
         var random = SeededGenerator(seed: seed &* 7919 &+ UInt64(Mode.allCases.firstIndex(of: mode) ?? 0))
-        let world = try PropertyWorld(bulkHub: mode.bulkHub)
+        let world = try await PropertyWorld(bulkHub: mode.bulkHub)
         defer { world.remove() }
-        var run = PropertyRun(world: world, preemptions: mode.preemptions, label: "seed \(seed) \(mode.rawValue)")
+        var run = await PropertyRun(world: world, preemptions: mode.preemptions, label: "seed \(seed) \(mode.rawValue)")
         for _ in 0..<70 {
             switch Int.random(in: 0..<100, using: &random) {
             case 0..<34: try await run.postHonest(using: &random)
@@ -71,10 +71,11 @@ struct BridgeIdentityPropertyTests {
             try await run.post(.honest, in: place, as: place.members[0], key: .fresh, using: &random)
         }
         for pair in [0, 1] { try await run.catchUp(pair: pair) }
-        try run.checkFinal()
+        try await run.checkFinal()
+        let honestHeld = await run.honestHeldCount
         print("identity property \(run.label): \(run.allOriginals.count) messages "
               + "(\(run.collidingCount) colliding, \(run.preempted.count) pre-empted keys), \(run.catchUps) catch-ups, "
-              + "collisions counted \(run.collisionsCounted), held \(run.heldCount) (honest \(run.honestHeldCount)); "
+              + "collisions counted \(run.collisionsCounted), held \(run.heldCount) (honest \(honestHeld)); "
               + "\(ContinuousClock.now - started)")
     }
 
@@ -85,14 +86,14 @@ struct BridgeIdentityPropertyTests {
     /// copy's echo and never cross.
     @Test("a batched copy the target refuses for good is taken back: the message standing under its key crosses apart")
     func refusedBatchCopy() async throws {
-        let world = try PropertyWorld(bulkHub: true)
+        let world = try await PropertyWorld(bulkHub: true)
         defer { world.remove() }
         let key = MessageID.make()
         let hubs = try await Self.post("frank's own message", in: .hubB, as: "frank", key: key, world: world)
         let rooms = try await Self.post("carol's pre-emption", in: .room, as: "carol", key: key, world: world)
         _ = try await Self.post("carol's honest message", in: .room, as: "carol", key: .make(), world: world)
         let stats = try await world.bridges[1].catchUp()
-        let held = try world.quarantine(1).entries()
+        let held = try await world.quarantine(1).entries()
         #expect(held.map(\.remoteID) == [rooms], "carol's pre-emption is held: the hub refused its key")
         #expect(world.hub.messages(in: "B").filter { $0.sender == "bridge" }.map(\.text) == ["carol's honest message"])
         #expect(stats.keyCollisions >= 1)
@@ -298,7 +299,7 @@ private final class PropertyWorld: Sendable {
     private let directory: URL
 
     /// Creates the backends, their conversations, the store and the bridges.
-    init(bulkHub: Bool) throws {
+    init(bulkHub: Bool) async throws {
         group = try MemoryBackend(scheme: .contentDerived, backendID: "group-net")
         room = try MemoryBackend(scheme: .serverAssigned, backendID: "room-net")
         hub = try MemoryBackend(scheme: .clientAssigned, backendID: "hub-net")
@@ -312,10 +313,10 @@ private final class PropertyWorld: Sendable {
         self.bulkHub = bulkHub
         let hubAdapter: any ChatAdapter = bulkHub ? BulkHubAdapter(hub.makeAdapter(for: "bridge")) : hub.makeAdapter(for: "bridge")
         bridges = [
-            try Bridge(a: BridgeSide(name: "group", adapter: ClaimingAdapter(group.makeAdapter(for: "bridge"), claims: groupClaims),
+            try await Bridge(a: BridgeSide(name: "group", adapter: ClaimingAdapter(group.makeAdapter(for: "bridge"), claims: groupClaims),
                                      conversation: "g"),
                        b: BridgeSide(name: "hub", adapter: hubAdapter, conversation: "A"), store: store),
-            try Bridge(a: BridgeSide(name: "room", adapter: ClaimingAdapter(room.makeAdapter(for: "bridge"), claims: roomClaims),
+            try await Bridge(a: BridgeSide(name: "room", adapter: ClaimingAdapter(room.makeAdapter(for: "bridge"), claims: roomClaims),
                                      conversation: "r"),
                        b: BridgeSide(name: "hub", adapter: hubAdapter, conversation: "B"), store: store),
         ]
@@ -409,7 +410,7 @@ private struct PropertyRun {
     var nextText = 0
 
     /// A run in `world`.
-    init(world: PropertyWorld, preemptions: Bool, label: String) {
+    init(world: PropertyWorld, preemptions: Bool, label: String) async {
         self.world = world
         self.preemptions = preemptions
         self.label = label
@@ -423,8 +424,11 @@ private struct PropertyRun {
     var heldCount: Int { stats[0].quarantined + stats[1].quarantined }
     /// Honest messages held now.
     var honestHeldCount: Int {
-        (0..<2).flatMap { (try? world.quarantine($0).entries()) ?? [] }
-            .compactMap { original(for: $0) }.filter { $0.kind == .honest }.count
+        get async {
+            var held: [BridgeQuarantine.Entry] = []
+            for side in 0..<2 { held += (try? await world.quarantine(side).entries()) ?? [] }
+            return held.compactMap { original(for: $0) }.filter { $0.kind == .honest }.count
+        }
     }
     /// Every message posted.
     var allOriginals: [PropertyOriginal] { originals.values.flatMap(\.values) }
@@ -588,7 +592,7 @@ private struct PropertyRun {
             }
         }
         snapshots[pair] = snapshot
-        for entry in try world.quarantine(pair).entries() {
+        for entry in try await world.quarantine(pair).entries() {
             guard var held = original(for: entry) else {
                 Issue.record("\(label): pair \(pair) holds \(entry.kind) \(entry.remoteID) from \(entry.source), posted by nobody")
                 continue
@@ -653,8 +657,9 @@ private struct PropertyRun {
 
     /// The end state: each message crossed exactly once, unless it was deleted before its pair saw it or the target
     /// refused it (then it is held, or was held and deleted since); the collisions were counted.
-    func checkFinal() throws {
-        let held = try (0..<2).flatMap { try world.quarantine($0).entries() }
+    func checkFinal() async throws {
+        var held: [BridgeQuarantine.Entry] = []
+        for side in 0..<2 { held += try await world.quarantine(side).entries() }
         let heldKeys = Set(held.map { "\($0.source)|\($0.remoteID)" })
         for original in allOriginals {
             let target = original.place.counterpart

@@ -52,7 +52,7 @@ struct BridgeLegacyRecordsTests {
         let now = Date()
         let held = RemoteMessage(remoteID: "ghost", conversation: "room-left", idempotencyKey: nil, sender: "alice",
                                  text: "held", sentAt: now)
-        try pair.store.write { tx in
+        try await pair.store.write { [sent] tx in
             for index in sent.indices {
                 try tx.insertMapping(IDMapping(messageID: ids[index], backend: "left", conversation: "room-left",
                                                remoteID: sent[index], part: 0))
@@ -80,15 +80,15 @@ struct BridgeLegacyRecordsTests {
             try tx.setCursor(rightNow, conversation: "room-right", backend: "right", kind: .changes)
         }
 
-        let quarantined = try BridgeQuarantine(store: pair.store, a: "room-left", b: "room-right").entries()
+        let quarantined = try await BridgeQuarantine(store: pair.store, a: "room-left", b: "room-right").entries()
         #expect(quarantined.count == 1 && quarantined.first?.retryRequested == true && quarantined.first?.remoteID == "ghost",
                 "the held change and its retry request move together: \(quarantined)")
 
-        let bridge = try pair.bridge()
-        #expect(try pair.store.read { try $0.messages(in: ledger, before: nil, limit: 10) }.isEmpty, "no ledger rows remain")
-        #expect(try pair.store.read { try $0.allPendingOperations() }.isEmpty, "nothing remains in the engine's queue")
-        #expect(try pair.store.read { try $0.bridgeCopy(ids[1]) }?.pendingTowards == "right")
-        #expect(try pair.store.read { try $0.bridgeCursor(pair: ledger.rawValue, backend: "right") } == rightNow)
+        let bridge = try await pair.bridge()
+        #expect(try await pair.store.read { try $0.messages(in: ledger, before: nil, limit: 10) }.isEmpty, "no ledger rows remain")
+        #expect(try await pair.store.read { try $0.allPendingOperations() }.isEmpty, "nothing remains in the engine's queue")
+        #expect(try await pair.store.read { try $0.bridgeCopy(ids[1]) }?.pendingTowards == "right")
+        #expect(try await pair.store.read { try $0.bridgeCursor(pair: ledger.rawValue, backend: "right") } == rightNow)
         let stats = try await bridge.catchUp()
         #expect(stats.messagesAToB == 3 && stats.messagesBToA == 0, "\(stats)")
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
@@ -98,10 +98,10 @@ struct BridgeLegacyRecordsTests {
         let copyOfM3 = try #require(right.first { $0.text == "m3" })
         let page = try await pair.right.makeAdapter(for: "bob").history(in: "room-right", before: nil, limit: 50)
         #expect(page.reactions.contains { $0.target == copyOfM3.remoteID && $0.symbol == "👍" && $0.user == "bridge" })
-        #expect(try pair.waiting().isEmpty, "the adopted reaction was applied")
-        #expect(try BridgeQuarantine(store: pair.store, a: "room-left", b: "room-right").count() == 0, "the retried change crossed")
-        #expect(try pair.store.read { try $0.bridgeCopy(ids[1]) }?.pendingTowards == nil)
-        #expect(try pair.store.read { try $0.bridgeCopy(ids[0]) }?.origin == "left")
+        await #expect(try pair.waiting().isEmpty, "the adopted reaction was applied")
+        await #expect(try BridgeQuarantine(store: pair.store, a: "room-left", b: "room-right").count() == 0, "the retried change crossed")
+        #expect(try await pair.store.read { try $0.bridgeCopy(ids[1]) }?.pendingTowards == nil)
+        #expect(try await pair.store.read { try $0.bridgeCopy(ids[0]) }?.origin == "left")
 
         try await pair.bridge().catchUp()
         #expect(try await pair.messages(pair.right, "room-right", as: "bob").count == 5, "a restart adds nothing")

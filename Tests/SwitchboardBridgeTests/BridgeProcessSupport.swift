@@ -549,7 +549,7 @@ struct DiagnosedSide {
 
 /// Prints what the bridge's store (`bridge.sqlite` in `root`) and each side know of `keys`, and keeps the store,
 /// the log and the bridge's XMTP database in a fresh folder under `/tmp` for a look.
-func diagnoseMissing(_ keys: Set<MessageID>, root: URL, sides: [DiagnosedSide]) {
+func diagnoseMissing(_ keys: Set<MessageID>, root: URL, sides: [DiagnosedSide]) async {
     let keep = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-bridge-failure-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
     for file in ["bridge.sqlite", "bridge.log", "bridge-xmtp.sqlite"] {
@@ -558,7 +558,7 @@ func diagnoseMissing(_ keys: Set<MessageID>, root: URL, sides: [DiagnosedSide]) 
     guard let store = try? SQLiteStore(path: root.appendingPathComponent("bridge.sqlite").path) else { return }
     defer { store.close() }
     for id in keys {
-        let known = try? store.read { tx in
+        let known = try? await store.read { tx in
             (try sides.map { try tx.remoteID(of: id, backend: $0.backend, part: 0) }, try tx.bridgeCopy(id))
         }
         let maps = sides.indices.map { index in

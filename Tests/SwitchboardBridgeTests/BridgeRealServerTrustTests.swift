@@ -117,7 +117,7 @@ struct BridgeRealServerTrustTests {
             let inSupabase = try await servers.supabaseAdapter(carol).allMessages(in: conversation)
             #expect(inSupabase.first { $0.remoteID == carols }?.text == "carol's pre-emption", "carol's row is untouched")
             #expect(inSupabase.first { $0.remoteID == carols }?.sender == carol)
-            let held = try BridgeQuarantine(store: servers.store, a: room, b: conversation).entries()
+            let held = try await BridgeQuarantine(store: servers.store, a: room, b: conversation).entries()
             #expect(stats.keyCollisions >= 1, "the collision is counted")
             if supabaseReadFirst {
                 // Carol's row took the key; erin's message crosses apart, under an ID of its own.
@@ -211,7 +211,7 @@ struct BridgeRealServerTrustTests {
                     baseURL: xmtp.nodeURL, inboxID: xmtp.bridgeInbox, token: xmtp.tokens[xmtp.bridgeInbox] ?? "",
                     databasePath: servers.root.appendingPathComponent("bridge-xmtp.sqlite").path, groupSecret: { _ in secret }))
                 let supabaseSide = BridgeSide(name: "supabase", adapter: servers.bridgeSupabaseAdapter(), conversation: conversation)
-                let bridge = try Bridge(a: BridgeSide(name: "xmtp", adapter: bridgeAdapter, conversation: xmtp.conversation),
+                let bridge = try await Bridge(a: BridgeSide(name: "xmtp", adapter: bridgeAdapter, conversation: xmtp.conversation),
                                         b: supabaseSide, store: servers.store)
                 let carolsKey = MessageID.make()
                 let carols = try await send(servers.supabaseAdapter(carol), "carol's words", in: conversation, key: carolsKey)
@@ -461,7 +461,7 @@ private final class TrustServers: Sendable {
         configuration.log = { log.append($0) }
         let socketSide = BridgeSide(name: "socketio", adapter: try await socketAdapter(socketBridge), conversation: room)
         let supabaseSide = BridgeSide(name: "supabase", adapter: bridgeSupabaseAdapter(), conversation: conversation)
-        return try supabaseFirst
+        return try await supabaseFirst
             ? Bridge(a: supabaseSide, b: socketSide, store: store, configuration: configuration)
             : Bridge(a: socketSide, b: supabaseSide, store: store, configuration: configuration)
     }

@@ -186,9 +186,9 @@ struct BridgeWorkerReconfigurationTests {
         #expect(plan == BridgeReconfiguration(added: ["new"], removed: ["old"], unchanged: ["general"]))
         #expect(await worker.status().map(\.name) == ["general", "new"])
 
-        #expect(try await conditionHolds { try rooms.store.leaseOwner(BridgeWorker.leaseName("old"), now: Date()) == nil },
+        #expect(try await conditionHolds { try await rooms.store.leaseOwner(BridgeWorker.leaseName("old"), now: Date()) == nil },
                 "the removed pair's lease was not released")
-        #expect(try rooms.store.acquireLease(BridgeWorker.leaseName("old"), owner: "another", ttl: 60, now: Date()),
+        #expect(try await rooms.store.acquireLease(BridgeWorker.leaseName("old"), owner: "another", ttl: 60, now: Date()),
                 "another worker cannot take the removed pair")
         #expect(try await conditionHolds { try await rooms.rightTexts(1) == ["general 0"] }, "the change in flight was dropped")
         rooms.right.faults.publishDelay = .zero
@@ -207,7 +207,7 @@ struct BridgeWorkerReconfigurationTests {
         await worker.stop()
         await running.value
         for name in ["general", "new"] {
-            #expect(try rooms.store.leaseOwner(BridgeWorker.leaseName(name), now: Date()) == nil)
+            #expect(try await rooms.store.leaseOwner(BridgeWorker.leaseName(name), now: Date()) == nil)
         }
     }
 
@@ -237,6 +237,6 @@ struct BridgeWorkerReconfigurationTests {
         #expect(try await rooms.rightTexts(1) == ["hello"], "the old definition still bridges")
         await worker.stop()
         await running.value
-        #expect(try rooms.store.leaseOwner(BridgeWorker.leaseName("general"), now: Date()) == nil)
+        #expect(try await rooms.store.leaseOwner(BridgeWorker.leaseName("general"), now: Date()) == nil)
     }
 }

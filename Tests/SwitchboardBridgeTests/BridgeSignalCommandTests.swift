@@ -191,9 +191,9 @@ struct BridgeSignalCommandTests {
         let store = try SQLiteStore(path: rooms.root.appendingPathComponent("bridge.sqlite").path)
         defer { store.close() }
         let oldLease = BridgeWorker.leaseName("old")
-        #expect(try store.leaseOwner(oldLease, now: Date()) == nil, "the removed pair's lease is still held")
-        #expect(try store.acquireLease(oldLease, owner: "another-worker", ttl: 60, now: Date()), "another worker cannot take it")
-        try store.releaseLease(oldLease, owner: "another-worker")
+        #expect(try await store.leaseOwner(oldLease, now: Date()) == nil, "the removed pair's lease is still held")
+        #expect(try await store.acquireLease(oldLease, owner: "another-worker", ttl: 60, now: Date()), "another worker cannot take it")
+        try await store.releaseLease(oldLease, owner: "another-worker")
         try await rooms.send("general after", in: 0)
         try await rooms.send("new after", in: 4)
         #expect(try await rooms.waitFor("general after", in: 1), "the unchanged pair stopped bridging")
@@ -239,7 +239,7 @@ struct BridgeSignalCommandTests {
         let status = await child.waitForExit(timeout: .seconds(40))
         #expect(status == 0, "SIGTERM: exit \(status.map(String.init) ?? "none (still running)")")
         for name in ["general", "new", "broken"] {
-            #expect(try store.leaseOwner(BridgeWorker.leaseName(name), now: Date()) == nil, "\(name)'s lease was not released")
+            #expect(try await store.leaseOwner(BridgeWorker.leaseName(name), now: Date()) == nil, "\(name)'s lease was not released")
         }
         let all = child.output.allLines() + log.lines()
         let unstamped = all.filter { !Self.isStamped($0) }

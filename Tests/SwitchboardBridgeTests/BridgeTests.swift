@@ -32,13 +32,13 @@ struct BridgeTests {
         }
 
         /// A bridge over the pair's store (a new one models a restart).
-        func bridge() throws -> Bridge {
-            try bridge(towards: right.makeAdapter(for: "bridge"))
+        func bridge() async throws -> Bridge {
+            try await bridge(towards: right.makeAdapter(for: "bridge"))
         }
 
         /// A bridge from the left room to `target` in the right room, over the pair's store.
-        func bridge(towards target: any ChatAdapter, configuration: BridgeConfiguration = BridgeConfiguration()) throws -> Bridge {
-            try Bridge(a: BridgeSide(name: "left", adapter: left.makeAdapter(for: "bridge"), conversation: "room-left"),
+        func bridge(towards target: any ChatAdapter, configuration: BridgeConfiguration = BridgeConfiguration()) async throws -> Bridge {
+            try await Bridge(a: BridgeSide(name: "left", adapter: left.makeAdapter(for: "bridge"), conversation: "room-left"),
                        b: BridgeSide(name: "right", adapter: target, conversation: "room-right"),
                        store: store, configuration: configuration)
         }
@@ -46,14 +46,14 @@ struct BridgeTests {
         /// A bridge towards a `RecordingBulkAdapter` over the right room (batches of `limit`, each publish taking
         /// `delay`) that reads pages of `limit` too; `configure` changes the rest.
         func bulkBridge(limit: Int, delay: Duration, republishesByKey: Bool = false,
-                        configure: (inout BridgeConfiguration) -> Void = { _ in }) throws
+                        configure: (inout BridgeConfiguration) -> Void = { _ in }) async throws
             -> (bridge: Bridge, target: RecordingBulkAdapter) {
             let target = RecordingBulkAdapter(right.makeAdapter(for: "bridge"), limit: limit, delay: delay,
                                               republishesByKey: republishesByKey)
             var configuration = BridgeConfiguration()
             configuration.batchSize = limit
             configure(&configuration)
-            return (try bridge(towards: target, configuration: configuration), target)
+            return await (try bridge(towards: target, configuration: configuration), target)
         }
 
         /// Every message a backend holds in its room, oldest first, read through a fresh adapter's history.
@@ -62,8 +62,8 @@ struct BridgeTests {
         }
 
         /// The operations of the pair waiting in its records (reactions, receipts and replies for their copies).
-        func waiting() throws -> [PendingOperation] {
-            try store.read { try $0.bridgeOperations(pair: Bridge.pairKey(a: "room-left", b: "room-right"), waitKeyPrefix: "") }
+        func waiting() async throws -> [PendingOperation] {
+            try await store.read { try $0.bridgeOperations(pair: Bridge.pairKey(a: "room-left", b: "room-right"), waitKeyPrefix: "") }
         }
 
         func remove() {
@@ -84,7 +84,7 @@ struct BridgeTests {
         defer { pair.remove() }
         for index in 0..<3 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
         for index in 0..<2 { _ = try await send(pair.bob, "bob \(index)", in: "room-right") }
-        let bridge = try pair.bridge()
+        let bridge = try await pair.bridge()
         let stats = try await bridge.catchUp()
         #expect(stats.messagesAToB == 3 && stats.messagesBToA == 2)
         try await bridge.catchUp()
@@ -106,7 +106,7 @@ struct BridgeTests {
         defer { pair.remove() }
         let first = try await send(pair.alice, "first", in: "room-left")
         let second = try await send(pair.alice, "second", in: "room-left")
-        let bridge = try pair.bridge()
+        let bridge = try await pair.bridge()
         try await bridge.catchUp()
         try await pair.alice.edit(first, in: "room-left", text: "first (edited)")
         try await pair.alice.delete(second, in: "room-left")
@@ -154,7 +154,7 @@ struct BridgeTests {
         let pair = try Pair()
         defer { pair.remove() }
         let (target, reply) = try await replyBeforeItsTarget(pair)
-        let bridge = batched
+        let bridge = await batched
             ? try pair.bridge(towards: RecordingBulkAdapter(pair.right.makeAdapter(for: "bridge"), limit: 10, delay: .zero))
             : try pair.bridge()
         let stats = try await bridge.catchUp()
@@ -165,7 +165,7 @@ struct BridgeTests {
         #expect(copyOfTarget.text == "target (edited)")
         #expect(copyOfReply.replyTo == copyOfTarget.remoteID, "the reply's copy links to the target's copy")
         #expect(copyOfReply.metadata["bridge.replyTo"] == nil)
-        #expect(try pair.waiting().isEmpty, "nothing left waiting")
+        await #expect(try pair.waiting().isEmpty, "nothing left waiting")
         try await pair.bridge().catchUp()
         #expect(try await pair.messages(pair.right, "room-right", as: "bob").count == 4, "a restarted bridge adds nothing")
     }
@@ -180,12 +180,12 @@ struct BridgeTests {
         // The reply is put to wait; the target's publish goes through but its response is lost: the run fails.
         pair.right.faults.loseNextPublishResponses(1)
         await #expect(throws: (any Error).self) { try await pair.bridge().catchUp() }
-        #expect(try pair.waiting().count == 1, "the reply waits in the store")
+        await #expect(try pair.waiting().count == 1, "the reply waits in the store")
         try await pair.bridge().catchUp()
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
         #expect(right.count == 2, "right holds \(right.map(\.text))")
         #expect(try copy(of: reply, in: right).replyTo == copy(of: target, in: right).remoteID)
-        #expect(try pair.waiting().isEmpty)
+        await #expect(try pair.waiting().isEmpty)
     }
 
     @Test("a reply whose target is deleted before it is copied still crosses, unlinked, naming the target")
@@ -201,7 +201,7 @@ struct BridgeTests {
         #expect(right.map(\.text) == ["the reply"])
         let copyOfReply = try copy(of: reply, in: right)
         #expect(copyOfReply.replyTo == nil && copyOfReply.metadata["bridge.replyTo"] == target.rawValue)
-        #expect(try pair.waiting().isEmpty)
+        await #expect(try pair.waiting().isEmpty)
     }
 
     @Test("a publish whose response is lost is retried under the same key: one copy on the other side")
@@ -210,7 +210,7 @@ struct BridgeTests {
         defer { pair.remove() }
         for index in 0..<4 { _ = try await send(pair.alice, "m\(index)", in: "room-left") }
         pair.right.faults.loseNextPublishResponses(1)
-        let bridge = try pair.bridge()
+        let bridge = try await pair.bridge()
         await #expect(throws: (any Error).self) { try await bridge.catchUp() }
         try await pair.bridge().catchUp()
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
@@ -242,7 +242,7 @@ struct BridgeTests {
         pair.right.faults.loseNextPublishResponses(1)
         // Left → right fails after the copy landed; the right → left pass then meets that copy (the echo) first.
         await #expect(throws: (any Error).self) { try await pair.bridge().catchUp(.aToB) }
-        let rightToLeft = try Bridge(
+        let rightToLeft = try await Bridge(
             a: BridgeSide(name: "right", adapter: pair.right.makeAdapter(for: "bridge"), conversation: "room-right"),
             b: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"), conversation: "room-left"),
             store: pair.store)
@@ -259,7 +259,7 @@ struct BridgeTests {
         let original = try await send(pair.bob, "target", in: "room-right")
         try await pair.bob.setReaction("🎉", isActive: true, on: original, in: "room-right")
         pair.left.faults.failNextPublishes(1)
-        let bridge = try pair.bridge()
+        let bridge = try await pair.bridge()
         await #expect(throws: (any Error).self) { try await bridge.catchUp() }
         try await bridge.catchUp()
         let page = try await pair.left.makeAdapter(for: "alice").history(in: "room-left", before: nil, limit: 10)
@@ -272,7 +272,7 @@ struct BridgeTests {
     func runsLive() async throws {
         let pair = try Pair()
         defer { pair.remove() }
-        let bridge = try pair.bridge()
+        let bridge = try await pair.bridge()
         let running = Task { await bridge.run() }
         let typing = pair.right.makeAdapter(for: "bob").liveEvents(in: "room-right")
         for index in 0..<10 {
@@ -319,7 +319,7 @@ struct BridgeTests {
         let lines = LogLines()
         var configuration = BridgeConfiguration()
         configuration.log = { lines.append($0) }
-        let bridge = try pair.bridge(towards: pair.right.makeAdapter(for: "bridge"), configuration: configuration)
+        let bridge = try await pair.bridge(towards: pair.right.makeAdapter(for: "bridge"), configuration: configuration)
         try await bridge.catchUp()
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
         #expect(right.map(\.text) == ["Poll: lunch?"])
@@ -335,21 +335,21 @@ struct BridgeTests {
         var sent: [RemoteID] = []
         for index in 0..<3 { sent.append(try await send(pair.alice, "m\(index)", in: "room-left")) }
         pair.right.faults.loseNextPublishResponses(1)  // m0 lands on the right; the batch's publish then fails
-        let first = try pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true)
+        let first = try await pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true)
         await #expect(throws: (any Error).self) { try await first.bridge.catchUp(.aToB) }
         #expect(try await pair.messages(pair.right, "room-right", as: "bob").map(\.text) == ["m0"])
-        let ids = try pair.store.read { tx in try sent.map { try #require(try tx.messageID(backend: "left", remoteID: $0)) } }
+        let ids = try await pair.store.read { [sent] tx in try sent.map { try #require(try tx.messageID(backend: "left", remoteID: $0)) } }
         for id in ids {
-            let entry = try #require(try pair.store.read { try $0.bridgeCopy(id) })
+            let entry = try #require(try await pair.store.read { try $0.bridgeCopy(id) })
             #expect(entry.pendingTowards == "right" && entry.prepared == nil, "pending, no prepared copy stored")
         }
         try await pair.alice.edit(sent[0], in: "room-left", text: "m0 (edited)")
-        let restarted = try pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true)
+        let restarted = try await pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true)
         let stats = try await restarted.bridge.catchUp(.aToB)
         #expect(stats.messagesAToB == 3)
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
         #expect(right.map(\.text) == ["m0 (edited)", "m1", "m2"], "each once, m0 carrying its edit")
-        for id in ids { #expect(try pair.store.read { try $0.bridgeCopy(id) }?.pendingTowards == nil, "published") }
+        for id in ids { #expect(try await pair.store.read { try $0.bridgeCopy(id) }?.pendingTowards == nil, "published") }
         try await pair.bulkBridge(limit: 10, delay: .zero, republishesByKey: true).bridge.catchUp()
         #expect(try await pair.messages(pair.right, "room-right", as: "bob").count == 3, "a further pass adds nothing")
         #expect(try await pair.messages(pair.left, "room-left", as: "alice").count == 3, "nothing came back")
@@ -361,7 +361,7 @@ struct BridgeTests {
         defer { pair.remove() }
         var sent: [RemoteID] = []
         for index in 0..<6 { sent.append(try await send(pair.alice, "alice \(index)", in: "room-left")) }
-        let (bridge, target) = try pair.bulkBridge(limit: 3, delay: .milliseconds(300))
+        let (bridge, target) = try await pair.bulkBridge(limit: 3, delay: .milliseconds(300))
         let stats = try await bridge.catchUp(.aToB)
         #expect(stats.messagesAToB == 6)
         let events = target.events
@@ -395,7 +395,7 @@ struct BridgeTests {
             let pair = try Pair(rightScheme: .clientAssigned)
             defer { pair.remove() }
             for index in 0..<9 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
-            let (bridge, target) = try pair.bulkBridge(limit: 3, delay: .milliseconds(100))
+            let (bridge, target) = try await pair.bulkBridge(limit: 3, delay: .milliseconds(100))
             let overlapped = SeenFlag(), waited = SeenFlag(), onDedicatedThread = SeenFlag()
             let stats = try await withTaskExecutorPreference(executor) {
                 try await bridge.catchUp(.aToB) { outcome in
@@ -429,7 +429,7 @@ struct BridgeTests {
         let pair = try Pair(rightScheme: .clientAssigned)
         defer { pair.remove() }
         for index in 0..<600 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
-        let (bridge, target) = try pair.bulkBridge(limit: 20, delay: .milliseconds(30)) { $0.pollInterval = .seconds(30) }
+        let (bridge, target) = try await pair.bulkBridge(limit: 20, delay: .milliseconds(30)) { $0.pollInterval = .seconds(30) }
         let running = Task { await bridge.run() }
         let started = ContinuousClock.now
         var crossed = 0
@@ -457,11 +457,11 @@ struct BridgeTests {
     }
 
     @Test("both sides on one backend ID are refused with a clear error")
-    func sameBackendRefused() throws {
+    func sameBackendRefused() async throws {
         let backend = try MemoryBackend(scheme: .clientAssigned)
         let store = try SQLiteStore(path: ":memory:")
-        #expect(throws: SwitchboardError.self) {
-            _ = try Bridge(a: BridgeSide(name: "x", adapter: backend.makeAdapter(for: "b"), conversation: "r1"),
+        await #expect(throws: SwitchboardError.self) {
+            _ = try await Bridge(a: BridgeSide(name: "x", adapter: backend.makeAdapter(for: "b"), conversation: "r1"),
                            b: BridgeSide(name: "y", adapter: backend.makeAdapter(for: "b"), conversation: "r2"), store: store)
         }
     }

@@ -43,16 +43,16 @@ struct BridgeTrustTests {
         }
 
         /// The victim's pair: group `g` ↔ conversation `A` of the hub.
-        func victimPair() throws -> Bridge {
-            try Bridge(a: BridgeSide(name: "group", adapter: group.makeAdapter(for: "bridge"), conversation: "g"),
+        func victimPair() async throws -> Bridge {
+            try await Bridge(a: BridgeSide(name: "group", adapter: group.makeAdapter(for: "bridge"), conversation: "g"),
                        b: BridgeSide(name: "hub", adapter: hub.makeAdapter(for: "bridge"), conversation: "A"),
                        store: store, configuration: configuration)
         }
 
         /// The attacker's pair: room `r` ↔ conversation `B` of the hub (or of the other hub).
-        func attackerPair(sameHub: Bool) throws -> Bridge {
+        func attackerPair(sameHub: Bool) async throws -> Bridge {
             let target = sameHub ? hub : otherHub
-            return try Bridge(a: BridgeSide(name: "room", adapter: room.makeAdapter(for: "bridge"), conversation: "r"),
+            return try await Bridge(a: BridgeSide(name: "room", adapter: room.makeAdapter(for: "bridge"), conversation: "r"),
                               b: BridgeSide(name: "hub", adapter: target.makeAdapter(for: "bridge"), conversation: "B"),
                               store: store, configuration: configuration)
         }
@@ -75,7 +75,7 @@ struct BridgeTrustTests {
     func crossPairOverwrite(sameHub: Bool) async throws {
         let setup = try TwoPairs()
         defer { setup.remove() }
-        let victimPair = try setup.victimPair(), attackerPair = try setup.attackerPair(sameHub: sameHub)
+        let victimPair = try await setup.victimPair(), attackerPair = try await setup.attackerPair(sameHub: sameHub)
         _ = try await Self.send(setup.group.makeAdapter(for: "victim"), "the victim's words", in: "g")
         try await victimPair.catchUp()
         let copy = try #require(try await setup.hub.makeAdapter(for: "reader").allMessages(in: "A").first)
@@ -106,7 +106,7 @@ struct BridgeTrustTests {
     func preemptedKeyInsideAPair() async throws {
         let setup = try TwoPairs()
         defer { setup.remove() }
-        let bridge = try setup.attackerPair(sameHub: true)
+        let bridge = try await setup.attackerPair(sameHub: true)
         let mallory = setup.room.makeAdapter(for: "mallory")
         let reader = setup.hub.makeAdapter(for: "reader")
         // The reader's message is on the hub; before the bridge runs, mallory posts in the room under its key.
@@ -122,7 +122,7 @@ struct BridgeTrustTests {
         #expect(inR.first { $0.remoteID == mallorys }?.text == "mallory's pre-emption")
         #expect(inR.contains { $0.text == "the reader's message" }, "the reader's message crossed, apart")
         // Mallory's message could not take the key on the hub (another sender's): held with that reason, not lost.
-        let held = try BridgeQuarantine(store: setup.store, a: "r", b: "B").entries()
+        let held = try await BridgeQuarantine(store: setup.store, a: "r", b: "B").entries()
         #expect(held.map(\.remoteID) == [mallorys])
         #expect(held.first?.reason.contains("taken by another sender") == true)
         #expect(stats.quarantined == 1)
@@ -133,7 +133,7 @@ struct BridgeTrustTests {
     func reservedMetadataIsDropped() async throws {
         let setup = try TwoPairs()
         defer { setup.remove() }
-        let bridge = try setup.attackerPair(sameHub: true)
+        let bridge = try await setup.attackerPair(sameHub: true)
         let victimKey = MessageID.make()
         _ = try await Self.send(setup.room.makeAdapter(for: "mallory"), "smuggler", in: "r",
                                 metadata: ["switchboard.key": victimKey.rawValue, "bridge.origin": "forged", "mood": "sly"])
@@ -151,7 +151,7 @@ struct BridgeTrustTests {
         let limits = MemoryWire.Limits(maxTextBytes: 20)
         let strict = try MemoryBackend(scheme: .clientAssigned, limits: limits, backendID: "strict-net")
         try strict.createConversation("S", members: ["reader", "bridge"])
-        let bridge = try Bridge(a: BridgeSide(name: "room", adapter: setup.room.makeAdapter(for: "bridge"), conversation: "r"),
+        let bridge = try await Bridge(a: BridgeSide(name: "room", adapter: setup.room.makeAdapter(for: "bridge"), conversation: "r"),
                                 b: BridgeSide(name: "strict", adapter: strict.makeAdapter(for: "bridge"), conversation: "S"),
                                 store: setup.store, configuration: setup.configuration)
         let mallory = setup.room.makeAdapter(for: "mallory")
@@ -162,7 +162,7 @@ struct BridgeTrustTests {
         #expect(try await strict.makeAdapter(for: "reader").allMessages(in: "S").map(\.text) == ["short", "after"])
         #expect(stats.quarantined == 1)
         let quarantine = BridgeQuarantine(store: setup.store, a: "r", b: "S")
-        let entries = try quarantine.entries()
+        let entries = try await quarantine.entries()
         #expect(entries.count == 1)
         #expect(entries.first?.remoteID == long)
         #expect(entries.first?.reason.contains("contentTooLarge") == true)
@@ -170,24 +170,24 @@ struct BridgeTrustTests {
 
         // A second pass reads nothing new and holds it once; a retry that fails again holds it again.
         try await bridge.catchUp()
-        #expect(try quarantine.entries().count == 1)
-        #expect(try quarantine.retry(entries[0].id))
-        #expect(try quarantine.entries().first?.retryRequested == true)
+        await #expect(try quarantine.entries().count == 1)
+        await #expect(try quarantine.retry(entries[0].id))
+        await #expect(try quarantine.entries().first?.retryRequested == true)
         let again = try await bridge.catchUp()
         #expect(again.quarantined == 1)
-        #expect(try quarantine.entries().first?.retryRequested == false)
+        await #expect(try quarantine.entries().first?.retryRequested == false)
         // The message is edited to fit: the new version crosses and supersedes the held one.
         try setup.room.edit(long, in: "r", text: "now it fits", as: "mallory")
         let fixed = try await bridge.catchUp()
         #expect(try await strict.makeAdapter(for: "reader").allMessages(in: "S").map(\.text) == ["short", "after", "now it fits"])
         #expect(fixed.quarantined == 0)
-        #expect(try quarantine.entries().isEmpty)
+        await #expect(try quarantine.entries().isEmpty)
         // Another refused message, dropped by the operator: gone from the quarantine, and never bridged.
         _ = try await Self.send(mallory, String(repeating: "still far too long ", count: 3), in: "r")
         #expect(try await bridge.catchUp().quarantined == 1)
-        let dropped = try #require(try quarantine.entries().first)
-        #expect(try quarantine.drop(dropped.id))
-        #expect(try quarantine.drop(dropped.id) == false, "dropping an entry that is gone says so")
+        let dropped = try await #require(try quarantine.entries().first)
+        await #expect(try quarantine.drop(dropped.id))
+        await #expect(try quarantine.drop(dropped.id) == false, "dropping an entry that is gone says so")
         #expect(try await bridge.catchUp().quarantined == 0)
         #expect(try await strict.makeAdapter(for: "reader").allMessages(in: "S").count == 3)
     }

@@ -71,8 +71,8 @@ struct MigrationSemanticsTests {
         #expect(reasons(plan.notCarried) == expectedNotCarried, "\(plan.notCarried)")
         #expect(try await target.texts().isEmpty, "the dry run copied nothing")
         let pair = Bridge.pairKey(a: source.conversation, b: target.conversation)
-        #expect(try store.read { try $0.bridgeCursor(pair: pair, backend: source.migrator.backend) } == nil)
-        #expect(try store.read { try $0.bridgeCopies(pair: pair, after: nil, limit: 10) }.isEmpty, "the dry run wrote nothing")
+        #expect(try await store.read { try $0.bridgeCursor(pair: pair, backend: source.migrator.backend) } == nil)
+        #expect(try await store.read { try $0.bridgeCopies(pair: pair, after: nil, limit: 10) }.isEmpty, "the dry run wrote nothing")
 
         let report = try await migration.run()
         #expect(report.status == .completed && report.copied == 2 && report.failed == 0, "\(report)")
@@ -226,7 +226,7 @@ struct MigrationFindingsTests {
                 let lines = LogLines()
                 var configuration = BridgeConfiguration()
                 configuration.log = { lines.append($0) }
-                let bridge = try Bridge(a: BridgeSide(name: "supabase", adapter: item.adapter, conversation: item.conversation),
+                let bridge = try await Bridge(a: BridgeSide(name: "supabase", adapter: item.adapter, conversation: item.conversation),
                                         b: BridgeSide(name: "socketio", adapter: target.migrator, conversation: target.conversation),
                                         store: store, configuration: configuration)
                 await #expect(throws: SwitchboardError.self) { try await bridge.catchUp() }

@@ -48,7 +48,7 @@ struct MigrationTests {
         // 2. The command as a child process, SIGKILLed once its progress passed 1,000 more. Its progress counts the
         //    copies the cancelled run left pending (staged, perhaps published) as handled from the start; the child
         //    publishes them again first, so 1,000 more means 1,000 new ones.
-        let pendingAfterFirst = try world.pendingCopies()
+        let pendingAfterFirst = try await world.pendingCopies()
         let killedAt = try await world.runChildAndKill(afterProcessed: afterFirst + pendingAfterFirst + 1_000)
         let afterKill = try await world.targetCount()
         #expect(afterKill > afterFirst && afterKill < count, "after the SIGKILL the target holds \(afterKill)")
@@ -56,7 +56,7 @@ struct MigrationTests {
 
         // 3. The command again, stopped gracefully with SIGTERM: it finishes the message in flight, prints the
         //    report and exits 143.
-        let pendingAfterKill = try world.pendingCopies()
+        let pendingAfterKill = try await world.pendingCopies()
         let terminated = try await world.runChildAndSignal(SIGTERM, afterProcessed: afterKill + pendingAfterKill + 1_000)
         #expect(terminated.status == 128 + SIGTERM, "exit \(terminated.status)")
         #expect(terminated.output.contains("migration interrupted"), "\(terminated.output)")
@@ -64,7 +64,7 @@ struct MigrationTests {
         #expect(afterTerm > afterKill && afterTerm < count, "after the SIGTERM the target holds \(afterTerm)")
 
         // The graceful stop finished the batch in flight (and the SIGKILLed run's leftovers came before it).
-        #expect(try world.pendingCopies() == 0)
+        await #expect(try world.pendingCopies() == 0)
         print("migration test: pending copies after the cancel \(pendingAfterFirst), after the SIGKILL \(pendingAfterKill), "
               + "after the SIGTERM 0")
 
@@ -136,7 +136,7 @@ struct MigrationTests {
         #expect(unreachable.stderr.contains("source") && unreachable.stderr.contains("nothing was copied"), "\(unreachable.stderr)")
         let reopened = try SQLiteStore(path: store)
         defer { reopened.close() }
-        let cursor = try reopened.read {
+        let cursor = try await reopened.read {
             try $0.bridgeCursor(pair: Bridge.pairKey(a: "00112233445566778899aabbccddeeff",
                                                      b: "6f1c1d2e-0000-4000-8000-000000000001"), backend: "xmtp")
         }
@@ -291,11 +291,11 @@ final class MigrationWorld: Sendable {
 
     /// Copies an interrupted run left pending in the ledger (staged, perhaps already published); the next run
     /// publishes them again under their keys.
-    func pendingCopies() throws -> Int {
+    func pendingCopies() async throws -> Int {
         let store = try SQLiteStore(path: storePath)
         defer { store.close() }
         let pair = Bridge.pairKey(a: group, b: room)
-        return try store.read { tx in
+        return try await store.read { tx in
             var pending = 0
             var after: MessageID?
             while true {

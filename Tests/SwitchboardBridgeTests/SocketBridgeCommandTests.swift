@@ -185,7 +185,7 @@ struct SocketBridgeCommandEndToEndTests {
         let wrong = expectEachOnce(socket, name: "socketio", sent: all).union(expectEachOnce(xmtp, name: "xmtp", sent: all))
             .union(socket.copiesByKey.filter { $0.value.count > 1 }.keys).union(xmtp.copiesByKey.filter { $0.value.count > 1 }.keys)
         if !wrong.isEmpty {
-            diagnoseMissing(wrong, root: servers.root,
+            await diagnoseMissing(wrong, root: servers.root,
                             sides: [DiagnosedSide(name: "socketio", backend: "socketio", contents: socket),
                                     DiagnosedSide(name: "xmtp", backend: "xmtp", contents: xmtp)])
         }

@@ -82,7 +82,7 @@ struct AttachmentTests {
 
             #expect(try await alice.message(message.id)?.content.attachments.map(\.filename) == ["a.bin", "c.bin"])
             #expect(h.row(key: message.id)?.attachments.map(\.filename) == ["a.bin", "c.bin"])
-            let stored = try alice.storedMessages(in: h.room)
+            let stored = try await alice.storedMessages(in: h.room)
             #expect(stored.count == 2)
             let placeholder = try #require(stored.first { $0.content.metadata["switchboard.splitFrom"] == message.id.rawValue })
             #expect(placeholder.delivery.isRetryableFailure, "\(placeholder.delivery)")
@@ -102,7 +102,7 @@ struct AttachmentTests {
             #expect(h.rows(key: message.id).first?.attachments.map(\.filename) == ["a.bin", "c.bin"])
             #expect(h.rows.count == 2)
             try #require(await eventually { try await bob.message(placeholder.id)?.content.attachments.count == 1 })
-            #expect(try bob.storedMessages(in: h.room).count == 2)
+            await #expect(try bob.storedMessages(in: h.room).count == 2)
         }
     }
 
@@ -115,7 +115,7 @@ struct AttachmentTests {
             try #require(await eventually { try await alice.delivery(message.id)?.isFailed == true })
             #expect(try await alice.delivery(message.id)?.isRetryableFailure == true)
             #expect(h.rows.isEmpty)
-            #expect(try alice.storedMessages(in: h.room).map(\.id) == [message.id], "no placeholder when nothing uploaded")
+            await #expect(try alice.storedMessages(in: h.room).map(\.id) == [message.id], "no placeholder when nothing uploaded")
             #expect(try await alice.message(message.id)?.content.attachments.count == 3)
 
             for name in ["a.bin", "b.bin", "c.bin"] { h.backend.faults.stopFailingUploads(named: name) }
@@ -138,7 +138,7 @@ struct AttachmentTests {
             await first.stop()
 
             let disk = try SQLiteStore(path: h.storePath("alice"))
-            let restored = try #require(try disk.read { tx in try tx.message(message.id) })
+            let restored = try await #require(try disk.read { tx in try tx.message(message.id) })
             disk.close()
             #expect(restored.delivery.uploadProgress != nil || restored.delivery == .pending, "\(restored.delivery)")
             #expect(restored.content.attachments.count == 2)
@@ -152,7 +152,7 @@ struct AttachmentTests {
             #expect(h.row(key: message.id)?.attachments.map(\.filename) == ["a.bin", "b.bin"])
             let sent = try #require(try await second.message(message.id))
             #expect(sent.content.attachments.allSatisfy { $0.upload == .uploaded })
-            #expect(try second.storedMessages(in: h.room).count == 1)
+            await #expect(try second.storedMessages(in: h.room).count == 1)
             for (index, attachment) in sent.content.attachments.enumerated() {
                 #expect(try await second.adapter.asUploader.download(attachment) == Self.bytes(UInt8(index + 1)))
             }
@@ -167,7 +167,7 @@ struct AttachmentTests {
             await expectError(.invalidArgument, "missing file") {
                 try await alice.send("see attached", in: h.room, attachments: [.file(path: path)])
             }
-            #expect(try alice.storedMessages(in: h.room).isEmpty)
+            await #expect(try alice.storedMessages(in: h.room).isEmpty)
             #expect(try await alice.timeline(of: h.room).isEmpty)
         }
     }
@@ -185,7 +185,7 @@ struct AttachmentTests {
             await expectError(.contentTooLarge, "oversize file") {
                 try await alice.send("big", in: h.room, attachments: [.file(path: file.path)])
             }
-            #expect(try alice.storedMessages(in: h.room).isEmpty)
+            await #expect(try alice.storedMessages(in: h.room).isEmpty)
             // Exactly at the limit is fine.
             let fits = try await alice.send("fits", in: h.room,
                                             attachments: [.data(Data(count: 1024), filename: "ok.bin", mimeType: "application/octet-stream")])

@@ -16,9 +16,9 @@ struct BadInputTests {
             await expectError(.emptyMessage, "noSend \(text.debugDescription)") {
                 try await alice.send(text, in: h.room, noSend: true)
             }
-            #expect(try alice.storedMessages(in: h.room).isEmpty)
+            await #expect(try alice.storedMessages(in: h.room).isEmpty)
             #expect(try await alice.timeline(of: h.room).isEmpty)
-            #expect(try alice.store.read { tx in try tx.outbox(backend: alice.backend) }.isEmpty)
+            #expect(try await alice.store.read { tx in try tx.outbox(backend: alice.backend) }.isEmpty)
             await alice.publishAll()
             #expect(h.backend.faults.publishCallCount == 0)
         }
@@ -36,7 +36,7 @@ struct BadInputTests {
             await expectError(.contentTooLarge, "two-byte characters") {
                 try await alice.send(String(repeating: "é", count: 513), in: h.room)
             }
-            #expect(try alice.storedMessages(in: h.room).isEmpty)
+            await #expect(try alice.storedMessages(in: h.room).isEmpty)
             #expect(h.backend.faults.publishCallCount == 0)
 
             let fits = try await alice.send(String(repeating: "é", count: 512), in: h.room)
@@ -62,8 +62,8 @@ struct BadInputTests {
             await expectError(.unknownMessage, "retry") { try await alice.retry(ghost) }
             await expectError(.unknownMessage, "markRead") { try await alice.markRead(ghost) }
             await expectError(.unknownMessage, "reply") { try await alice.send("re", in: h.room, replyTo: ghost) }
-            #expect(try alice.storedMessages(in: h.room).isEmpty)
-            #expect(try alice.pendingOperations().isEmpty)
+            await #expect(try alice.storedMessages(in: h.room).isEmpty)
+            await #expect(try alice.pendingOperations().isEmpty)
             #expect(h.backend.faults.publishCallCount == 0)
         }
     }
@@ -97,7 +97,7 @@ struct BadInputTests {
             #expect(try await alice.delivery(message.id)?.isRetryableFailure == true)
             #expect(wrapped.publishCalls == Harness.fastRetry.maxAttempts)
             #expect(try await alice.message(message.id)?.content.text == "fragile")
-            #expect(try alice.outboxEntry(message.id)?.status == .failed)
+            await #expect(try alice.outboxEntry(message.id)?.status == .failed)
             #expect(try await alice.timeline(of: h.room).map(\.id) == [message.id])
             #expect(h.rows.isEmpty)
 
@@ -131,7 +131,7 @@ struct BadInputTests {
             #expect(h.rows(key: message.id).count == 1)
             #expect(h.rows.count == 1)
             _ = try await alice.open(h.room)
-            #expect(try alice.storedMessages(in: h.room).map(\.id) == [message.id])
+            await #expect(try alice.storedMessages(in: h.room).map(\.id) == [message.id])
         }
     }
 

@@ -151,24 +151,24 @@ struct CrashRecoveryTests {
 
     /// What the killed processes left for the resume: the store's outbox, which must not be empty (else nothing is
     /// recovered and the run proves nothing).
-    private static func expectWorkLeft(_ run: Run) throws {
+    private static func expectWorkLeft(_ run: Run) async throws {
         let store = try SQLiteStore(path: run.store)
         defer { store.close() }
-        let outbox = try store.read { tx in try tx.outbox(backend: BackendID("memory")) }
+        let outbox = try await store.read { tx in try tx.outbox(backend: BackendID("memory")) }
         if outbox.isEmpty { throw Inconclusive(description: "the kill left nothing to resume") }
-        let unfinished = try store.read { tx in try tx.unfinishedMessages() }
+        let unfinished = try await store.read { tx in try tx.unfinishedMessages() }
         #expect(Set(unfinished.map(\.id)) == Set(outbox.map(\.messageID)), "outbox and unfinished messages disagree")
         #expect(unfinished.allSatisfy { $0.delivery == .pending || $0.delivery == .sending }, "\(unfinished.map(\.delivery))")
     }
 
     /// Opens what the processes left behind and checks: nothing lost, nothing doubled, nothing left over.
-    private static func verify(_ run: Run, printed: [MessageID]) throws {
+    private static func verify(_ run: Run, printed: [MessageID]) async throws {
         let conversation = ConversationID("burst")
         let backend = try MemoryBackend(scheme: run.scheme, journal: URL(fileURLWithPath: run.journal))
         let store = try SQLiteStore(path: run.store)
         defer { store.close() }
         let rows = backend.messages(in: conversation)
-        let stored = try store.read { tx in try tx.messages(in: conversation, before: nil, limit: 1_000_000) }
+        let stored = try await store.read { tx in try tx.messages(in: conversation, before: nil, limit: 1_000_000) }
         let storedByID = Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0) })
 
         #expect(Set(printed).count == printed.count, "an ID was printed twice")
@@ -188,9 +188,9 @@ struct CrashRecoveryTests {
         let garbled = rows.filter { row in storedByID[row.idempotencyKey].map { $0.content.text != row.text } ?? false }
         #expect(garbled.isEmpty, "texts differ between store and backend for \(garbled.map(\.idempotencyKey))")
 
-        let outbox = try store.read { tx in try tx.outbox(backend: backend.backendID) }
+        let outbox = try await store.read { tx in try tx.outbox(backend: backend.backendID) }
         #expect(outbox.isEmpty, "outbox still holds \(outbox.map { "\($0.messageID) \($0.status)" })")
-        let unfinished = try store.read { tx in try tx.unfinishedMessages() }
+        let unfinished = try await store.read { tx in try tx.unfinishedMessages() }
         #expect(unfinished.isEmpty, "unfinished: \(unfinished.map { "\($0.id) \($0.delivery)" })")
         #expect(stored.count >= printed.count)
         #expect(rows.count == stored.count)
@@ -200,9 +200,9 @@ struct CrashRecoveryTests {
     func killOnceThenResume(scheme: IDScheme) async throws {
         try await Self.withRun(scheme) { run in
             let printed = try await Self.burstAndKill(run, count: 400, after: 60, label: "burst")
-            try Self.expectWorkLeft(run)
+            try await Self.expectWorkLeft(run)
             try await Self.resume(run)
-            try Self.verify(run, printed: printed)
+            try await Self.verify(run, printed: printed)
         }
     }
 
@@ -211,9 +211,9 @@ struct CrashRecoveryTests {
         try await Self.withRun(scheme) { run in
             var printed = try await Self.burstAndKill(run, count: 400, after: 60, label: "burst-1")
             printed += try await Self.burstAndKill(run, count: 50, after: 10, label: "burst-2")
-            try Self.expectWorkLeft(run)
+            try await Self.expectWorkLeft(run)
             try await Self.resume(run)
-            try Self.verify(run, printed: printed)
+            try await Self.verify(run, printed: printed)
         }
     }
 }

@@ -374,21 +374,21 @@ func withHarness(_ scheme: IDScheme = .clientAssigned, policy: ReactionPolicy = 
 
 extension ChatClient {
     /// Every stored message of a conversation, oldest first.
-    nonisolated func storedMessages(in conversation: ConversationID) throws -> [Message] {
-        try store.read { tx in try tx.messages(in: conversation, before: nil, limit: 100_000) }.reversed()
+    nonisolated func storedMessages(in conversation: ConversationID) async throws -> [Message] {
+        try await store.read { tx in try tx.messages(in: conversation, before: nil, limit: 100_000) }.reversed()
     }
 
     /// The delivery state of a stored message.
-    func delivery(_ id: MessageID) throws -> DeliveryState? { try message(id)?.delivery }
+    func delivery(_ id: MessageID) async throws -> DeliveryState? { try await message(id)?.delivery }
 
     /// Whether a stored message is on the backend (sent, delivered, read or received).
-    func isPublished(_ id: MessageID) throws -> Bool { try message(id)?.delivery.isPublished == true }
+    func isPublished(_ id: MessageID) async throws -> Bool { try await message(id)?.delivery.isPublished == true }
 
     /// The outbox entry of a message.
-    nonisolated func outboxEntry(_ id: MessageID) throws -> OutboxEntry? { try store.read { tx in try tx.outboxEntry(id) } }
+    nonisolated func outboxEntry(_ id: MessageID) async throws -> OutboxEntry? { try await store.read { tx in try tx.outboxEntry(id) } }
 
     /// Operations waiting in the persisted queue.
-    nonisolated func pendingOperations() throws -> [PendingOperation] { try store.read { tx in try tx.allPendingOperations() } }
+    nonisolated func pendingOperations() async throws -> [PendingOperation] { try await store.read { tx in try tx.allPendingOperations() } }
 }
 
 extension DeliveryState {

@@ -54,11 +54,13 @@ struct LiveFloodTests {
             for await _ in delivered.stream {}
             let settled = await eventually {
                 let dropped = await alice.droppedLiveChanges
-                return (try? alice.storedMessages(in: h.room).count) == texts.count && dropped > 0
+                let stored = (try? await alice.storedMessages(in: h.room).count) ?? -1
+                return stored == texts.count && dropped > 0
             }
             let dropped = await alice.droppedLiveChanges
-            #expect(settled, "stored \((try? alice.storedMessages(in: h.room).count) ?? -1), dropped \(dropped)")
-            let stored = try alice.storedMessages(in: h.room)
+            let storedCount = (try? await alice.storedMessages(in: h.room).count) ?? -1
+            #expect(settled, "stored \(storedCount), dropped \(dropped)")
+            let stored = try await alice.storedMessages(in: h.room)
             #expect(stored.count == texts.count)
             #expect(Set(stored.map(\.content.text)) == Set(texts))
             let window = try await alice.timeline(of: h.room).map(\.id)

@@ -42,7 +42,7 @@ struct MutationTests {
             #expect(h.row(key: id)?.text == "corrected")
             try #require(await eventually { try await bob.message(id)?.content.text == "corrected" })
             #expect(try await bob.message(id)?.editedAt != nil)
-            #expect(try bob.storedMessages(in: h.room).filter { $0.content.text != "marker" }.map(\.id) == [id],
+            await #expect(try bob.storedMessages(in: h.room).filter { $0.content.text != "marker" }.map(\.id) == [id],
                     "the edit arrived as a new message")
         }
     }
@@ -94,7 +94,7 @@ struct MutationTests {
             #expect(h.row(key: id)?.deletedAt != nil)
             try #require(await eventually { try await bob.message(id)?.isDeleted == true })
             #expect(try await bob.message(id)?.content.text.isEmpty == true)
-            #expect(try bob.storedMessages(in: h.room).filter { $0.content.text != "marker" }.map(\.id) == [id],
+            await #expect(try bob.storedMessages(in: h.room).filter { $0.content.text != "marker" }.map(\.id) == [id],
                     "the tombstone must stay as the same row")
         }
     }
@@ -301,10 +301,11 @@ struct MutationTests {
             #expect(typing(seen) == [true, false], "bob saw \(typing(seen))")
             #expect(typing(own).isEmpty, "alice was shown her own typing")
 
-            #expect(try alice.storedMessages(in: h.room).isEmpty)
-            #expect(try bob.storedMessages(in: h.room).isEmpty)
+            await #expect(try alice.storedMessages(in: h.room).isEmpty)
+            await #expect(try bob.storedMessages(in: h.room).isEmpty)
             #expect(h.rows.isEmpty)
-            #expect(try alice.pendingOperations().isEmpty && bob.pendingOperations().isEmpty)
+            #expect(try await alice.pendingOperations().isEmpty)
+            #expect(try await bob.pendingOperations().isEmpty)
             #expect(try await bob.timeline(of: h.room).isEmpty)
         }
     }

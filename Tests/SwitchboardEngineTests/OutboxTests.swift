@@ -52,9 +52,9 @@ struct OutboxTests {
             #expect(h.backend.faults.publishCallCount == 3, "two failures and one success")
             #expect(h.rows(key: message.id).count == 1)
             #expect(h.backend.storedMessageCount(in: h.room) == 1)
-            #expect(try alice.outboxEntry(message.id) == nil)
+            await #expect(try alice.outboxEntry(message.id) == nil)
             try #require(await eventually { try await bob.message(message.id) != nil })
-            #expect(try bob.storedMessages(in: h.room).map(\.id) == [message.id])
+            await #expect(try bob.storedMessages(in: h.room).map(\.id) == [message.id])
         }
     }
 
@@ -70,12 +70,12 @@ struct OutboxTests {
             #expect(h.backend.faults.publishCallCount == 3)
             #expect(h.rows(key: message.id).count == 1)
             #expect(h.backend.storedMessageCount(in: h.room) == 1)
-            let remote = try alice.store.read { tx in try tx.remoteID(of: message.id, backend: alice.backend, part: 0) }
+            let remote = try await alice.store.read { tx in try tx.remoteID(of: message.id, backend: alice.backend, part: 0) }
             #expect(remote == h.row(key: message.id)?.remoteID)
 
             _ = try await alice.open(h.room)
             #expect(try await alice.timeline(of: h.room).map(\.id) == [message.id])
-            #expect(try alice.storedMessages(in: h.room).count == 1)
+            await #expect(try alice.storedMessages(in: h.room).count == 1)
         }
     }
 
@@ -90,7 +90,7 @@ struct OutboxTests {
             let failed = try #require(try await alice.delivery(message.id))
             #expect(failed.isRetryableFailure, "\(failed)")
             #expect(h.backend.faults.publishCallCount == Harness.fastRetry.maxAttempts)
-            #expect(try alice.outboxEntry(message.id)?.status == .failed)
+            await #expect(try alice.outboxEntry(message.id)?.status == .failed)
             #expect(h.backend.storedMessageCount(in: h.room) == 0)
 
             h.backend.faults.failNextPublishes(0)
@@ -99,7 +99,7 @@ struct OutboxTests {
             #expect(h.rows(key: message.id).count == 1)
             #expect(h.backend.faults.publishCallCount == Harness.fastRetry.maxAttempts + 1)
             #expect(try await alice.message(message.id)?.id == message.id)
-            #expect(try alice.storedMessages(in: h.room).count == 1)
+            await #expect(try alice.storedMessages(in: h.room).count == 1)
         }
     }
 
@@ -118,7 +118,7 @@ struct OutboxTests {
             #expect(try await alice.delivery(held.id) == .draft)
             #expect(h.rows(key: held.id).isEmpty, "publishAll published a noSend message")
             #expect(try await bob.message(held.id) == nil)
-            #expect(try alice.outboxEntry(held.id)?.noSend == true)
+            await #expect(try alice.outboxEntry(held.id)?.noSend == true)
 
             try await alice.publish(held.id)
             #expect(try await alice.isPublished(held.id), "publish(id) returns once the message is on the backend")
@@ -155,7 +155,7 @@ struct OutboxTests {
             try await alice.discard(draft.id)
 
             #expect(try await alice.message(draft.id) == nil)
-            #expect(try alice.outboxEntry(draft.id) == nil)
+            await #expect(try alice.outboxEntry(draft.id) == nil)
             #expect(try await alice.timeline(of: h.room).contains { $0.id == draft.id } == false)
             #expect(await log.waitUntil { $0.contains { $0.event == .removed(draft.id) } })
 
@@ -187,9 +187,9 @@ struct OutboxTests {
             // What the next launch finds on disk.
             let disk = try SQLiteStore(path: h.storePath("alice"))
             // `sending` is what a stop in the middle of an attempt leaves; start() turns it back into pending.
-            let restored = try disk.read { tx in try pending.map { try tx.message($0)?.delivery } }
+            let restored = try await disk.read { [pending] tx in try pending.map { try tx.message($0)?.delivery } }
             #expect(restored.allSatisfy { $0 == .pending || $0 == .sending }, "\(restored)")
-            #expect(try disk.read { tx in try tx.message(draft.id)?.delivery } == .draft)
+            await #expect(try disk.read { tx in try tx.message(draft.id)?.delivery } == .draft)
             disk.close()
             #expect(h.backend.storedMessageCount(in: h.room) == 0)
 
@@ -238,12 +238,12 @@ struct OutboxTests {
 
             let disk = try SQLiteStore(path: h.storePath("alice"))
             defer { disk.close() }
-            let atStop = try disk.read { tx in try tx.message(message.id)?.delivery }
+            let atStop = try await disk.read { tx in try tx.message(message.id)?.delivery }
             try await Task.sleep(for: .milliseconds(600))
-            let later = try disk.read { tx in try tx.message(message.id)?.delivery }
+            let later = try await disk.read { tx in try tx.message(message.id)?.delivery }
             #expect(atStop == later, "the store changed after stop() returned: \(String(describing: atStop)) → \(String(describing: later))")
             #expect(atStop?.isPublished == true, "the publish that came back during stop() was not recorded: \(String(describing: atStop))")
-            #expect(try disk.read { tx in try tx.outboxEntry(message.id) } == nil, "the outbox still holds the published message")
+            await #expect(try disk.read { tx in try tx.outboxEntry(message.id) } == nil, "the outbox still holds the published message")
         }
     }
 

@@ -22,14 +22,14 @@ struct ReconciliationTests {
             #expect(stored.timestamp == row.sentAt, "the row keeps compose time \(stored.timestamp), server says \(row.sentAt)")
             #expect(stored.isOutgoing)
             #expect(stored.delivery == .sent)
-            let mapped = try alice.store.read { tx in try tx.remoteID(of: message.id, backend: alice.backend, part: 0) }
+            let mapped = try await alice.store.read { tx in try tx.remoteID(of: message.id, backend: alice.backend, part: 0) }
             #expect(mapped == row.remoteID)
-            #expect(try alice.store.read { tx in try tx.messageID(backend: alice.backend, remoteID: row.remoteID) } == message.id)
+            #expect(try await alice.store.read { tx in try tx.messageID(backend: alice.backend, remoteID: row.remoteID) } == message.id)
 
             try await alice.synchronize(h.room)
-            #expect(try alice.storedMessages(in: h.room).map(\.id) == [message.id])
+            await #expect(try alice.storedMessages(in: h.room).map(\.id) == [message.id])
             #expect(try await alice.timeline(of: h.room).map(\.id) == [message.id])
-            #expect(try alice.outboxEntry(message.id) == nil)
+            await #expect(try alice.outboxEntry(message.id) == nil)
         }
     }
 
@@ -50,7 +50,7 @@ struct ReconciliationTests {
             try await bob.synchronize(h.room)
 
             for client in [alice, bob] {
-                let stored = try client.storedMessages(in: h.room).map(\.id)
+                let stored = try await client.storedMessages(in: h.room).map(\.id)
                 #expect(stored.count == ids.count)
                 #expect(Set(stored) == Set(ids))
                 let window = try await client.timeline(of: h.room).map(\.id)
@@ -80,15 +80,15 @@ struct ReconciliationTests {
                 #expect(message.sender == h.bob)
                 #expect(!message.isOutgoing)
                 #expect(try await alice.message(row.idempotencyKey) == nil)
-                #expect(try alice.store.read { tx in try tx.messageID(backend: alice.backend, remoteID: row.remoteID) } == derived)
+                #expect(try await alice.store.read { tx in try tx.messageID(backend: alice.backend, remoteID: row.remoteID) } == derived)
             }
             // Ingesting again (delta sync from scratch, after a restart) yields the same rows.
-            try alice.store.write { tx in try tx.setCursor(nil, conversation: h.room, backend: alice.backend, kind: .changes) }
+            try await alice.store.write { tx in try tx.setCursor(nil, conversation: h.room, backend: alice.backend, kind: .changes) }
             try await alice.synchronize(h.room)
-            #expect(try alice.storedMessages(in: h.room).count == 2)
+            await #expect(try alice.storedMessages(in: h.room).count == 2)
             // A second client on its own store derives the same IDs.
             let restarted = try await h.opened(h.alice, adapter: wrapped)
-            #expect(Set(try restarted.storedMessages(in: h.room).map(\.id))
+            await #expect(Set(try restarted.storedMessages(in: h.room).map(\.id))
                         == Set([before, live].map { MessageID.derived(backend: alice.backend, remote: $0.remoteID) }))
         }
     }
@@ -127,7 +127,7 @@ struct ReconciliationTests {
             #expect(try await alice.message(mine.id)?.reactions.map(\.symbol) == ["👀"])
             #expect(try await alice.delivery(mine.id) == .read)
             #expect(try await alice.message(ids[3])?.content.text == "old 3")
-            let stored = try alice.storedMessages(in: h.room).map(\.id)
+            let stored = try await alice.storedMessages(in: h.room).map(\.id)
             #expect(stored.count == 6)
             #expect(Set(stored) == Set(ids + [mine.id, fresh.id]))
             #expect(try await alice.timeline(of: h.room).map(\.id) == stored)
@@ -168,9 +168,9 @@ struct ReconciliationTests {
 
             // The reaction can reach the client twice (live, and through the sync the stream's connect triggers);
             // every copy waits for the same message. (That the copies are not collapsed is checked separately.)
-            try #require(await eventually { try !alice.pendingOperations().isEmpty }, "the reaction did not wait")
+            try #require(await eventually { try await !alice.pendingOperations().isEmpty }, "the reaction did not wait")
             #expect(try await alice.message(row.idempotencyKey) == nil)
-            let waiting = try alice.pendingOperations()
+            let waiting = try await alice.pendingOperations()
             #expect(waiting.allSatisfy { $0.kind == "incoming" && $0.waitKey.hasSuffix(":" + row.remoteID.rawValue) },
                     "\(waiting.map(\.waitKey))")
 
@@ -179,7 +179,7 @@ struct ReconciliationTests {
             let message = try #require(try await alice.message(row.idempotencyKey))
             #expect(message.reactions.map(\.symbol) == ["🔥"])
             #expect(message.reactions.map(\.user) == [h.bob])
-            #expect(try alice.pendingOperations().isEmpty)
+            await #expect(try alice.pendingOperations().isEmpty)
         }
     }
 
@@ -194,19 +194,19 @@ struct ReconciliationTests {
             try h.backend.setReaction("🔥", isActive: true, on: row.remoteID, in: h.room, as: h.bob)
             let marker = try await h.peerSend("marker")
             try #require(await eventually { try await alice.message(marker.idempotencyKey) != nil })
-            try #require(await eventually { try !alice.pendingOperations().isEmpty })
+            try #require(await eventually { try await !alice.pendingOperations().isEmpty })
 
             // A reconnect's refetch overlaps what the socket already delivered (here: the feed from before the reaction).
-            try alice.store.write { tx in try tx.setCursor(before, conversation: h.room, backend: alice.backend, kind: .changes) }
+            try await alice.store.write { tx in try tx.setCursor(before, conversation: h.room, backend: alice.backend, kind: .changes) }
             try await alice.synchronize(h.room)
             try await alice.synchronize(h.room)
-            let queued = try alice.pendingOperations()
+            let queued = try await alice.pendingOperations()
             #expect(queued.count == 1, "one waiting reaction is queued \(queued.count) times")
 
             wrapped.releaseHeld()
             try #require(await eventually { try await alice.message(row.idempotencyKey)?.reactions.isEmpty == false })
             #expect(try await alice.message(row.idempotencyKey)?.reactions.map(\.symbol) == ["🔥"])
-            #expect(try alice.pendingOperations().isEmpty)
+            await #expect(try alice.pendingOperations().isEmpty)
         }
     }
 
@@ -219,7 +219,7 @@ struct ReconciliationTests {
             try h.backend.setReaction("👍", isActive: true, on: row.remoteID, in: h.room, as: h.bob)
             try #require(await eventually { try await alice.message(row.idempotencyKey)?.reactions.count == 1 })
             #expect(try await alice.message(row.idempotencyKey)?.reactions.map(\.symbol) == ["👍"])
-            #expect(try alice.pendingOperations().isEmpty)
+            await #expect(try alice.pendingOperations().isEmpty)
             h.backend.faults.outOfOrderDelivery = false
         }
     }

@@ -46,7 +46,7 @@ struct TimelineTests {
             #expect(window.map(\.id) == rows.suffix(Self.pageSize).map(\.idempotencyKey))
             #expect(Self.texts(window) == (50..<60).map { "m\($0)" })
             #expect(try await alice.hasOlder(in: h.room))
-            #expect(try alice.storedMessages(in: h.room).count == Self.pageSize, "open fetched more than the newest page")
+            await #expect(try alice.storedMessages(in: h.room).count == Self.pageSize, "open fetched more than the newest page")
         }
     }
 
@@ -57,7 +57,7 @@ struct TimelineTests {
             let alice = try await h.opened(h.alice, adapter: wrapped, configuration: Self.configuration(h))
             #expect(wrapped.openLiveStreams == 1)
             let first = try await h.peerSend("before close")
-            try #require(await eventually { try alice.storedMessages(in: h.room).contains { $0.id == first.idempotencyKey } })
+            try #require(await eventually { try await alice.storedMessages(in: h.room).contains { $0.id == first.idempotencyKey } })
             let stream = try await alice.events(in: h.room)
             let ended = Task { () -> Bool in
                 for await _ in stream {}
@@ -71,7 +71,7 @@ struct TimelineTests {
 
             let meanwhile = try await h.peerSend("while closed")
             try await Task.sleep(for: .milliseconds(200))
-            #expect(!(try alice.storedMessages(in: h.room).contains { $0.id == meanwhile.idempotencyKey }),
+            await #expect(!(try alice.storedMessages(in: h.room).contains { $0.id == meanwhile.idempotencyKey }),
                     "a message was applied live after close")
 
             let room = try await alice.open(h.room)
@@ -127,8 +127,8 @@ struct TimelineTests {
             #expect(Set(rows.map(\.idempotencyKey)).isSubset(of: Set(seen)), "some messages were never shown")
             #expect(pages <= 60 / Self.pageSize + 2, "took \(pages) pages")
             // Every live message landed in the store once, even those outside the window.
-            try #require(await eventually { try alice.storedMessages(in: h.room).count == 60 + live })
-            let stored = try alice.storedMessages(in: h.room).map(\.id)
+            try #require(await eventually { try await alice.storedMessages(in: h.room).count == 60 + live })
+            let stored = try await alice.storedMessages(in: h.room).map(\.id)
             #expect(Set(stored).count == stored.count)
         }
     }
