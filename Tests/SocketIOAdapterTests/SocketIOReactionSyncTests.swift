@@ -54,7 +54,8 @@ struct SocketIOReactionSyncTests {
             try await away(bobAdapter, remote, conversation)
 
             let (second, secondStore) = try await launch()
-            result = try await #require(try await bobs(secondStore), "alice's store lost the message")
+            let afterRestart = try await bobs(secondStore)
+            result = try #require(afterRestart, "alice's store lost the message")
             await second.stop()
             secondStore.close()
             await fixture.tearDown()
