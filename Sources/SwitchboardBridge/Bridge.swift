@@ -76,9 +76,9 @@ public actor Bridge {
         "bridge:\(a)|\(b)"
     }
 
-    /// Logs `line` at `level`: through `BridgeConfiguration.logger` when it is set, else as a plain line to `log`.
-    func log(_ level: LogLevel, _ line: String) {
-        if let logger = configuration.logger { logger(level, line) } else { configuration.log(line) }
+    /// Logs `line` at `level` to `BridgeConfiguration.logger` (the line is built only when the level is logged).
+    func log(_ level: LogLevel, _ line: @autoclosure () -> String) {
+        configuration.logger.log(level: level, line())
     }
 
     /// Asks the bridge to stop: a pass in progress finishes the change (or batch of new messages) it is

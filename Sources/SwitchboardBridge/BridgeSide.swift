@@ -34,10 +34,8 @@ public struct BridgeConfiguration: Sendable {
     public var retryBase: Duration = .milliseconds(200)
     /// Longest retry delay.
     public var retryCap: Duration = .seconds(10)
-    /// Where log lines go (never secrets), as plain text; used when `logger` is not set.
-    public var log: @Sendable (String) -> Void = { _ in }
-    /// Where log lines go with their level (never secrets); when set, `log` is not used.
-    public var logger: (@Sendable (LogLevel, String) -> Void)?
+    /// Where the bridge's records go (never secrets; nowhere unless a handler is given).
+    public var logger = Logger(label: "bridge")
     /// Whether runs of plain new messages towards a `BulkPublishingAdapter` are copied in batches (prepare all →
     /// persist their mappings and prepared copies in one transaction → `publishAll` → bookkeeping).
     public var batchCopies = true

@@ -34,10 +34,10 @@ public struct BridgeWorkerConfiguration: Sendable {
     public var stopGrace: Duration = .seconds(30)
     /// How many times `catchUpOnce` tries a failing pair.
     public var catchUpAttempts = 3
-    /// The bridges' tunables; the worker gives each pair's bridge a `logger` of its own that forwards to `logger`.
+    /// The bridges' tunables; the worker gives each pair's bridge its `logger`, labelled `pair <name>`.
     public var bridge = BridgeConfiguration()
-    /// Where the worker's lines and its bridges' go, each from `pair <name>` (the pair it concerns).
-    public var logger: any LogSink = SilentLogSink()
+    /// Where the worker's records and its bridges' go, each under the label `pair <name>` (the pair it concerns).
+    public var logger = Logger(label: "bridge")
 
     /// A configuration for the worker named `worker`.
     public init(worker: String) {
@@ -444,17 +444,15 @@ public actor BridgeWorker {
         log(.warning, pair: pair, "\(doing) failed: \(error)")
     }
 
-    /// Writes a line about `pair` to the logger.
-    private func log(_ level: LogLevel, pair: String, _ line: String) {
-        configuration.logger.log(level, line, source: "pair \(pair)")
+    /// Writes a line about `pair` to the logger, labelled `pair <name>`.
+    private func log(_ level: LogLevel, pair: String, _ line: @autoclosure () -> String) {
+        configuration.logger.labeled("pair \(pair)").log(level: level, line())
     }
 
-    /// The bridge tunables for `pair`: the worker's, with a `logger` that sends the bridge's lines, with their
-    /// levels, to the worker's logger as lines about the pair.
+    /// The bridge tunables for `pair`: the worker's, with the worker's logger labelled `pair <name>`.
     private func bridgeConfiguration(_ pair: String) -> BridgeConfiguration {
         var bridge = configuration.bridge
-        let logger = configuration.logger, source = "pair \(pair)"
-        bridge.logger = { level, line in logger.log(level, line, source: source) }
+        bridge.logger = configuration.logger.labeled("pair \(pair)")
         return bridge
     }
 

@@ -21,10 +21,9 @@ public struct MigrationConfiguration: Sendable {
     public var sampleLimit = 10
     /// History page size when counting by paging, or verifying.
     public var historyPageSize = 100
-    /// Where log lines go (never secrets), as plain text; used when `logger` is not set.
-    public var log: @Sendable (String) -> Void = { _ in }
-    /// Where log lines go with their level (never secrets); when set, `log` is not used.
-    public var logger: (@Sendable (LogLevel, String) -> Void)?
+    /// Where the migration's records, and those of the bridge doing its copy, go (never secrets; nowhere unless a
+    /// handler is given).
+    public var logger = Logger(label: "migration")
 
     /// Defaults.
     public init() {}
@@ -360,16 +359,15 @@ public actor Migration {
         }
     }
 
-    /// Logs `line` at `level` (see `MigrationConfiguration.logger`).
-    func log(_ level: LogLevel, _ line: String) {
-        if let logger = configuration.logger { logger(level, line) } else { configuration.log(line) }
+    /// Logs `line` at `level` to `MigrationConfiguration.logger` (the line is built only when the level is logged).
+    func log(_ level: LogLevel, _ line: @autoclosure () -> String) {
+        configuration.logger.log(level: level, line())
     }
 
     /// The bridge's tunables for a one-way copy.
     private func bridgeConfiguration() -> BridgeConfiguration {
         var bridge = BridgeConfiguration()
         bridge.batchSize = configuration.batchSize
-        bridge.log = configuration.log
         bridge.logger = configuration.logger
         // A migration carries the migrating account's own messages too; only copies made from the target are not.
         bridge.copiesOwnMessages = true

@@ -93,18 +93,3 @@ public struct LogLine: Sendable, Hashable {
             .filter { !$0.isEmpty }.joined(separator: " | ")
     }
 }
-
-/// Where library log lines go; the library accepts one, it never makes one.
-public protocol LogSink: Sendable {
-    /// Receives one line from or about `source` (`engine`, `pair general`); must never receive secrets
-    /// (callers redact them).
-    func log(_ level: LogLevel, _ message: @autoclosure () -> String, source: String)
-}
-
-/// A sink that drops everything (the default).
-public struct SilentLogSink: LogSink {
-    /// Creates the silent sink.
-    public init() {}
-    /// Drops the line.
-    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, source: String) {}
-}

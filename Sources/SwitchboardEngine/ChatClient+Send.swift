@@ -296,8 +296,12 @@ extension ChatClient {
             action = machine.publishSucceeded()
         } catch {
             let failure = SwitchboardError.wrapping(error)
-            log(.debug, "publish of \(id) failed: \(failure)")
             action = machine.publishFailed(failure, now: configuration.clock(), random: Double.random(in: 0...1))
+            if case .retry = action {
+                log(.warning, "publish of \(id) failed (will retry): \(failure)")
+            } else {
+                log(.error, "publish of \(id) failed; the message is marked failed: \(failure)")
+            }
         }
         try await finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
         return true

@@ -140,7 +140,7 @@ extension ChatClient {
     func resynchronize(_ id: ConversationID, afterDropping dropped: Int) async {
         droppedLiveChanges += dropped
         log(.warning, "\(dropped) live changes of \(id) arrived faster than they could be applied; resynchronizing")
-        do { try await synchronize(id) } catch { log(.debug, "resync after dropped live changes failed: \(error)") }
+        do { try await synchronize(id) } catch { log(.warning, "resync after dropped live changes failed: \(error)") }
     }
 
     /// Handles a live event that is not a change.
@@ -149,7 +149,7 @@ extension ChatClient {
         switch event {
         case .connection(.connected):
             state.isConnected = true
-            do { try await synchronize(id) } catch { log(.debug, "sync after reconnect failed: \(error)") }
+            do { try await synchronize(id) } catch { log(.warning, "sync after reconnect failed: \(error)") }
         case .connection(.disconnected(let reason)):
             state.isConnected = false
             emit(.syncStateChanged(.offline(reason: reason)), in: id)

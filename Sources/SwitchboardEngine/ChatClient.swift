@@ -50,8 +50,9 @@ public actor ChatClient {
 
     var now: Date { configuration.clock().roundedToMicroseconds }
 
+    /// Logs `message` at `level` to the configured logger (the message is built only when the level is logged).
     func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
-        configuration.logger.log(level, message(), source: "engine")
+        configuration.logger.log(level: level, message())
     }
 
     /// Restores every in-flight message in its state (after a crash too), resumes uploads and starts the outbox worker.
@@ -75,7 +76,7 @@ public actor ChatClient {
             startUploads(for: entry.messageID)
         }
         workerTask = Task { [weak self] in await self?.runOutboxWorker() }
-        log(.debug, "started with \(entries.count) outbox entries")
+        log(.info, "started with \(entries.count) outbox entries")
     }
 
     /// Stops the worker, uploads and live streams and returns once they have ended; persisted work resumes on the
@@ -153,7 +154,7 @@ public actor ChatClient {
                 try await synchronize(id)
             } catch let error where SwitchboardError.wrapping(error).isRetryable {
                 // Offline: the stored timeline shows, and the next `.connected` runs the sync.
-                log(.debug, "initial sync of \(id) deferred: \(error)")
+                log(.warning, "initial sync of \(id) deferred: \(error)")
             } catch {
                 conversations[id] = nil
                 for task in state.shutDown() { await task.value }

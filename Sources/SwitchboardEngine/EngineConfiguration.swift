@@ -101,8 +101,8 @@ public struct EngineConfiguration: Sendable {
     public var stagingDirectory: URL
     /// The clock; tests move it.
     public var clock: @Sendable () -> Date
-    /// Where library log lines go.
-    public var logger: any LogSink
+    /// Where the engine's records go (label `engine` by default; nowhere unless a handler is given).
+    public var logger: Logger
 
     /// Builds a configuration.
     public init(retry: RetryPolicy = RetryPolicy(), editWindow: TimeInterval = 15 * 60, deleteWindow: TimeInterval = 2 * 3600,
@@ -110,7 +110,7 @@ public struct EngineConfiguration: Sendable {
                 typingDebounce: TimeInterval = 3,
                 typingIdleTimeout: TimeInterval = 5, remoteTypingTimeout: TimeInterval = 8,
                 stagingDirectory: URL = FileManager.default.temporaryDirectory.appendingPathComponent("switchboard-staging"),
-                clock: @escaping @Sendable () -> Date = { Date() }, logger: any LogSink = SilentLogSink()) {
+                clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "engine")) {
         self.retry = retry
         self.editWindow = editWindow
         self.deleteWindow = deleteWindow

@@ -32,20 +32,19 @@ public final class PostgresStore: LeaseStore {
 
     /// Connects to the database at `url` (a `postgresql://` URL or a libpq key=value string) and creates or
     /// migrates the Switchboard tables in `schema`; at most `maxConnections` connections are open at once. The
-    /// server's notices (such as `schema "switchboard" already exists, skipping`) go to `logger` at debug level,
-    /// from `postgres`.
+    /// server's notices (such as `schema "switchboard" already exists, skipping`) go to `logger` at debug level.
     ///
     /// Throws `corruptStore` when the schema holds foreign tables or was written by a newer version, and a
     /// retryable `storage` error when the server cannot be reached. Errors never contain the URL or password.
     public init(url: String, schema: String = "switchboard", maxConnections: Int = 4,
-                logger: any LogSink = SilentLogSink()) throws {
+                logger: Logger = Logger(label: "postgres")) throws {
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw SwitchboardError(.invalidArgument, "a PostgreSQL schema name has 1 to 63 bytes and no NUL")
         }
         self.schema = schema
         executor = BlockingExecutor(name: "switchboard.postgres", threads: max(1, maxConnections))
         pool = PostgresConnectionPool(url: url, maxConnections: max(1, maxConnections),
-                                      notices: { notice in logger.log(.debug, notice, source: "postgres") })
+                                      notices: { notice in logger.debug(notice) })
         let connection: PostgresConnection
         do {
             connection = try pool.checkOut()

@@ -57,10 +57,10 @@ enum BridgeCommand {
         // Caught from here on, so that no signal ends the process without the leases being released.
         let signals = SignalWaiter(signals: [SIGINT, SIGTERM, SIGHUP])
         guard let config = try loadConfig(path) else { return 2 }
-        let logger = CommandLogger(minimumLevel: options.has("verbose") ? .debug : .info)
+        let logger = CommandLog.logger("worker \(config.worker)", level: options.has("verbose") ? .debug : .info)
         let store: any LeaseStore
         do {
-            store = try config.openStore(logger: logger)
+            store = try config.openStore(logger: logger.labeled("postgres"))
         } catch {
             FileHandle.standardError.write(Data("switchboard: \(config.storeField): cannot open the store: \(error)\n".utf8))
             return 1
@@ -75,35 +75,33 @@ enum BridgeCommand {
                                   configuration: workerConfiguration)
         let running = RunningConfig(config)
         let catchUpOnly = options.has("catch-up-only")
-        let workerSubject = "worker \(config.worker)"
 
         let signalTask = Task {
             for await signal in signals.received {
                 if signal == SIGHUP {
                     if catchUpOnly {
-                        logger.log(.info, "SIGHUP: a catch-up reads the config once; not reloading", source: workerSubject)
+                        logger.info("SIGHUP: a catch-up reads the config once; not reloading")
                     } else {
                         await reload(path: path, running: running, worker: worker, http: http, logger: logger)
                     }
                     continue
                 }
-                logger.log(.info, "\(signalName(signal)): finishing the changes in flight, then releasing the leases",
-                           source: workerSubject)
+                logger.info("\(signalName(signal)): finishing the changes in flight, then releasing the leases")
                 await worker.stop()
                 return
             }
         }
         defer { signalTask.cancel() }
 
-        logger.status("bridge worker \(config.worker): \(config.pairs.count) pair\(config.pairs.count == 1 ? "" : "s"), "
+        CommandLog.status("bridge worker \(config.worker): \(config.pairs.count) pair\(config.pairs.count == 1 ? "" : "s"), "
                       + "lease \(Self.seconds(config.leaseSeconds)), store \(config.storeDescription)"
                       + (catchUpOnly ? ", catch-up only" : ""))
-        for pair in config.pairs { logger.log(.info, pair.sidesDescription, source: "pair \(pair.name)") }
+        for pair in config.pairs { logger.labeled("pair \(pair.name)").info(pair.sidesDescription) }
         if catchUpOnly {
             let failures = await worker.catchUpOnce(leaseWait: .seconds(2 * config.leaseSeconds + 2))
-            for status in await worker.status() { logger.status(status.line) }
+            for status in await worker.status() { CommandLog.status(status.line) }
             for (name, failure) in failures.sorted(by: { $0.key < $1.key }) {
-                logger.log(.error, "failed: \(failure)", source: "pair \(name)")
+                logger.labeled("pair \(name)").error("failed: \(failure)")
             }
             closeStore(store)
             return failures.isEmpty ? 0 : 1
@@ -113,12 +111,12 @@ enum BridgeCommand {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(Int64(running.config.statusEverySeconds * 1000)))
                 if Task.isCancelled { return }
-                for status in await worker.status() { logger.status(status.line) }
+                for status in await worker.status() { CommandLog.status(status.line) }
             }
         }
         await worker.run()
         reporter.cancel()
-        for status in await worker.status() { logger.status(status.line) }
+        for status in await worker.status() { CommandLog.status(status.line) }
         closeStore(store)
         return 0
     }
@@ -128,25 +126,26 @@ enum BridgeCommand {
     /// running. A config that cannot be used (a mistake in it, or a change of the store, the worker's name or the
     /// lease length, which need a restart) is refused with its path and field, and the running config stays.
     static func reload(path: String, running: RunningConfig, worker: BridgeWorker, http: HTTPClient,
-                       logger: CommandLogger) async {
-        logger.log(.info, "SIGHUP: reloading \(path)", source: "config")
+                       logger: Logger) async {
+        let log = logger.labeled("config")
+        log.info("SIGHUP: reloading \(path)")
         let new: BridgeConfigFile
         do {
             new = try await BlockingRunner(label: "switchboard.bridge.config").run { try BridgeConfigFile.load(path: path) }
             try running.config.checkReload(to: new)
         } catch {
-            logger.log(.error, "reload refused: \(path): \(error); the running config stays", source: "config")
+            log.error("reload refused: \(path): \(error); the running config stays")
             return
         }
         do {
             let plan = try await worker.reconfigure(pairs: new.pairs.map { $0.workerPair(http: http) })
             running.config = new
-            logger.log(.info, "reloaded \(path): \(plan.summary)", source: "config")
+            log.info("reloaded \(path): \(plan.summary)")
             for pair in new.pairs where plan.added.contains(pair.name) || plan.changed.contains(pair.name) {
-                logger.log(.info, pair.sidesDescription, source: "pair \(pair.name)")
+                logger.labeled("pair \(pair.name)").info(pair.sidesDescription)
             }
         } catch {
-            logger.log(.error, "reload refused: \(path): \(error); the running config stays", source: "config")
+            log.error("reload refused: \(path): \(error); the running config stays")
         }
     }
 
@@ -230,7 +229,7 @@ struct BridgeConfigFile: Sendable {
     }
 
     /// Opens the store; a PostgreSQL store's notices go to `logger` (at debug level).
-    func openStore(logger: any LogSink = SilentLogSink()) throws -> any LeaseStore {
+    func openStore(logger: Logger = Logger(label: "postgres")) throws -> any LeaseStore {
         switch store {
         case .sqlite(let path): return try SQLiteStore(path: path)
         case .postgres(let url, let schema): return try PostgresStore(url: url, schema: schema, logger: logger)

@@ -36,8 +36,7 @@ enum MigrateCommand {
         }
         configuration.estimateTotal = !options.has("no-estimate")
         // The copy's log lines, timestamped like the bridge's (errors before the copy keep the plain prefix).
-        let logger = CommandLogger(minimumLevel: .info)
-        configuration.logger = { level, line in logger.log(level, line, source: "migration") }
+        configuration.logger = CommandLog.logger("migration", level: .info)
         if options.value("store") != nil, options.value("database-url") != nil {
             throw UsageError("give --store or --database-url, not both")
         }

@@ -42,19 +42,20 @@ struct BridgeDirectionTests {
         var configuration = BridgeConfiguration()
         configuration.retryBase = .milliseconds(20)
         configuration.retryCap = .milliseconds(200)
-        let lines = LogLines()
-        configuration.log = { lines.append($0) }
+        let lines = CollectingLogHandler()
+        configuration.logger = lines.logger(label: "bridge")
         let gate = PublishGate(pair.right.makeAdapter(for: "bridge"))
         gate.closed = true  // the bridge cannot publish on the right; bob can
         let bridge = try await pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
-        #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
+        #expect(await conditionHolds { lines.messages(at: .warning).contains { $0.contains("left → right failed") } },
+                "a retried direction is a warning: \(lines.records)")
         for index in 0..<3 { try await send(pair.bob, "bob \(index)", in: "room-right") }
         #expect(try await conditionHolds { try await pair.messages(pair.left, "room-left", as: "alice").count == 4 },
                 "bob's messages crossed while left → right backed off")
         #expect(await bridge.currentStats.lastError?.hasPrefix("left → right: ") == true)
-        #expect(!lines.all.contains { $0.contains("bridge pass failed") }, "the pair as a whole never paused")
+        #expect(!lines.messages.contains { $0.contains("bridge pass failed") }, "the pair as a whole never paused")
         gate.closed = false
         #expect(try await conditionHolds { try await pair.messages(pair.right, "room-right", as: "bob").count == 4 },
                 "alice's message crossed once the target took publishes again")
@@ -76,12 +77,12 @@ extension BridgeDirectionTests {
         configuration.pollInterval = .seconds(3600)  // only live events wake the bridge
         let gate = PublishGate(pair.right.makeAdapter(for: "bridge"))
         gate.closed = true
-        let lines = LogLines()
-        configuration.log = { lines.append($0) }
+        let lines = CollectingLogHandler()
+        configuration.logger = lines.logger(label: "bridge")
         let bridge = try await pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
-        #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed") } }, "\(lines.all)")
+        #expect(await conditionHolds { lines.messages.contains { $0.contains("left → right failed") } }, "\(lines.messages)")
         try await send(pair.bob, "bob 1", in: "room-right")
         #expect(try await conditionHolds { try await pair.messages(pair.left, "room-left", as: "alice").count == 2 })
         await bridge.stop()
@@ -99,16 +100,16 @@ extension BridgeDirectionTests {
         defer { pair.remove() }
         var configuration = BridgeConfiguration()
         configuration.retryBase = .milliseconds(10)
-        let lines = LogLines()
-        configuration.log = { lines.append($0) }
+        let lines = CollectingLogHandler()
+        configuration.logger = lines.logger(label: "bridge")
         let gate = PublishGate(pair.right.makeAdapter(for: "bridge"),
                                failure: SwitchboardError(.transport, "HTTP 429: slow down", retryable: true, retryAfter: .seconds(90)))
         gate.closed = true
         let bridge = try await pair.bridge(towards: gate, configuration: configuration)
         try await send(pair.alice, "alice 1", in: "room-left")
         let running = Task { await bridge.run() }
-        #expect(await conditionHolds { lines.all.contains { $0.contains("left → right failed (retrying in 90.0 seconds") } },
-                "\(lines.all)")
+        #expect(await conditionHolds { lines.messages.contains { $0.contains("left → right failed (retrying in 90.0 seconds") } },
+                "\(lines.messages)")
         await bridge.stop()
         await running.value
     }

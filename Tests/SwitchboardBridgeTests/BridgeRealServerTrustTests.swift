@@ -105,7 +105,7 @@ struct BridgeRealServerTrustTests {
             let erin = servers.user("erin"), carol = servers.user("carol")
             let room = try await servers.socketRoom(members: [erin])
             let conversation = try await servers.supabaseConversation(members: [carol])
-            let log = LogLines()
+            let log = CollectingLogHandler()
             let bridge = try await servers.bridge(room: room, conversation: conversation, supabaseFirst: supabaseReadFirst, log: log)
             // The bridge lags: erin's message waits to cross under its key, and carol inserts a row under it first.
             let key = MessageID.make()
@@ -456,9 +456,9 @@ private final class TrustServers: Sendable {
     /// A bridge between `room` and `conversation` on the shared store: the room is side a (read first in each pass)
     /// unless `supabaseFirst`.
     func bridge(room: ConversationID, conversation: ConversationID, supabaseFirst: Bool = false,
-                log: LogLines = LogLines()) async throws -> Bridge {
+                log: CollectingLogHandler = CollectingLogHandler()) async throws -> Bridge {
         var configuration = BridgeConfiguration()
-        configuration.log = { log.append($0) }
+        configuration.logger = log.logger(label: "bridge")
         let socketSide = BridgeSide(name: "socketio", adapter: try await socketAdapter(socketBridge), conversation: room)
         let supabaseSide = BridgeSide(name: "supabase", adapter: bridgeSupabaseAdapter(), conversation: conversation)
         return try await supabaseFirst

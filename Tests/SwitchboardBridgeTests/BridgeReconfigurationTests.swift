@@ -84,20 +84,10 @@ struct BridgeReconfigurationTests {
     }
 }
 
-/// A log sink that keeps every line, for assertions.
-final class RecordingLog: LogSink {
-    /// Level, source and text of each line so far.
-    private let lines = Mutex<[(level: LogLevel, source: String, text: String)]>([])
-
-    /// Keeps the line.
-    func log(_ level: LogLevel, _ message: @autoclosure () -> String, source: String) {
-        let text = message()
-        lines.withLock { $0.append((level, source, text)) }
-    }
-
-    /// The lines from `source` containing `text`.
-    func lines(from source: String, containing text: String) -> [String] {
-        lines.withLock { $0.filter { $0.source == source && $0.text.contains(text) }.map(\.text) }
+extension CollectingLogHandler {
+    /// The messages logged under `label` (`pair general`) containing `text`.
+    func lines(from label: String, containing text: String) -> [String] {
+        records.filter { $0.label == label && $0.message.contains(text) }.map(\.message)
     }
 }
 
@@ -155,12 +145,12 @@ struct BridgeWorkerReconfigurationTests {
     }
 
     /// A fast worker configuration logging to `log`.
-    private func configuration(_ log: RecordingLog) -> BridgeWorkerConfiguration {
+    private func configuration(_ log: CollectingLogHandler) -> BridgeWorkerConfiguration {
         var configuration = BridgeWorkerConfiguration(worker: "solo")
         configuration.leaseSeconds = 3
         configuration.leaseRetry = .milliseconds(100)
         configuration.bridge.pollInterval = .milliseconds(100)
-        configuration.logger = log
+        configuration.logger = log.logger(label: "bridge")
         return configuration
     }
 
@@ -170,7 +160,7 @@ struct BridgeWorkerReconfigurationTests {
     func addAndRemove() async throws {
         let rooms = try Rooms()
         defer { rooms.remove() }
-        let log = RecordingLog()
+        let log = CollectingLogHandler()
         let worker = BridgeWorker(store: rooms.store, pairs: [rooms.pair("general", 1, 1), rooms.pair("old", 2, 2)],
                                   configuration: configuration(log))
         let running = Task { await worker.run() }
@@ -216,7 +206,7 @@ struct BridgeWorkerReconfigurationTests {
     func change() async throws {
         let rooms = try Rooms()
         defer { rooms.remove() }
-        let log = RecordingLog()
+        let log = CollectingLogHandler()
         let worker = BridgeWorker(store: rooms.store, pairs: [rooms.pair("general", 1, 1)], configuration: configuration(log))
         let running = Task { await worker.run() }
         try await rooms.send("hello", inLeft: 1)

@@ -316,14 +316,14 @@ struct BridgeTests {
                                                                     metadata: [RemoteMessage.unsupportedContentKey: "example.com/poll:1.0"],
                                                                     createdAt: Date()), noSend: false)
         _ = try await pair.alice.publish(prepared)
-        let lines = LogLines()
+        let lines = CollectingLogHandler()
         var configuration = BridgeConfiguration()
-        configuration.log = { lines.append($0) }
+        configuration.logger = lines.logger(label: "bridge")
         let bridge = try await pair.bridge(towards: pair.right.makeAdapter(for: "bridge"), configuration: configuration)
         try await bridge.catchUp()
         let right = try await pair.messages(pair.right, "room-right", as: "bob")
         #expect(right.map(\.text) == ["Poll: lunch?"])
-        #expect(lines.all.contains { $0.contains("unsupported content type example.com/poll:1.0") }, "\(lines.all)")
+        #expect(lines.messages.contains { $0.contains("unsupported content type example.com/poll:1.0") }, "\(lines.messages)")
     }
 
     /// Towards a bulk target, a page that ends with a full batch leaves that batch's `publishAll` in flight while the
@@ -474,15 +474,6 @@ final class SeenFlag: Sendable {
     func set() { state.withLock { $0 = true } }
     /// Whether it is set.
     var value: Bool { state.withLock { $0 } }
-}
-
-/// Log lines collected from another task.
-final class LogLines: Sendable {
-    private let state = Mutex<[String]>([])
-    /// Adds a line.
-    func append(_ line: String) { state.withLock { $0.append(line) } }
-    /// Every line so far.
-    var all: [String] { state.withLock { $0 } }
 }
 
 /// A memory adapter that publishes in bulk (slowly) and records prepares and bulk publishes in order; like the

@@ -18,7 +18,7 @@ struct BridgeTrustTests {
         let otherHub: MemoryBackend
         let store: SQLiteStore
         let directory: URL
-        let log = LogLines()
+        let log = CollectingLogHandler()
 
         init() throws {
             group = try MemoryBackend(scheme: .contentDerived, backendID: "group-net")
@@ -38,7 +38,7 @@ struct BridgeTrustTests {
         var configuration: BridgeConfiguration {
             var configuration = BridgeConfiguration()
             let log = self.log
-            configuration.log = { log.append($0) }
+            configuration.logger = log.logger(label: "bridge")
             return configuration
         }
 
@@ -99,7 +99,7 @@ struct BridgeTrustTests {
         #expect(inB.first?.remoteID != copy.remoteID)
         #expect(inB.first?.deletedAt != nil, "and the attacker's delete deleted the attacker's copy")
         #expect(stats.keyCollisions >= 1)
-        #expect(setup.log.all.contains { $0.contains("not theirs to use") }, "the collision is logged")
+        #expect(setup.log.messages(at: .warning).contains { $0.contains("not theirs to use") }, "the collision is logged")
     }
 
     @Test("a key pre-empted on the other side before the bridge copies it: both messages are accounted for, the pair goes on")
@@ -166,7 +166,7 @@ struct BridgeTrustTests {
         #expect(entries.count == 1)
         #expect(entries.first?.remoteID == long)
         #expect(entries.first?.reason.contains("contentTooLarge") == true)
-        #expect(setup.log.all.contains { $0.contains("quarantined room message \(long)") })
+        #expect(setup.log.messages(at: .warning).contains { $0.contains("quarantined room message \(long)") })
 
         // A second pass reads nothing new and holds it once; a retry that fails again holds it again.
         try await bridge.catchUp()

@@ -147,10 +147,10 @@ struct MigrationFindingsTests {
         let gate = PublishGate(pair.right.makeAdapter(for: "bridge"),
                                failure: SwitchboardError(.forbidden, "HTTP 403 42501: new row violates row-level security policy"))
         gate.closed = true
-        let lines = LogLines()
+        let lines = CollectingLogHandler()
         var configuration = MigrationConfiguration()
         configuration.retryDelay = .milliseconds(1)
-        configuration.log = { lines.append($0) }
+        configuration.logger = lines.logger(label: "migration")
         let migration = try Migration(source: BridgeSide(name: "left", adapter: pair.left.makeAdapter(for: "bridge"),
                                                          conversation: "room-left"),
                                       target: BridgeSide(name: "right", adapter: gate, conversation: "room-right"),
@@ -160,7 +160,7 @@ struct MigrationFindingsTests {
         #expect(report.failed == 3, "three messages not migrated, counted once each: \(report.failed)")
         #expect(report.error?.contains("stopped left → right: right conversation room-right: forbidden") == true,
                 "\(report.error ?? "")")
-        #expect(!lines.all.contains { $0.contains("retrying") }, "no retry: \(lines.all)")
+        #expect(!lines.messages.contains { $0.contains("retrying") }, "no retry: \(lines.messages)")
         #expect(report.summaryLines.contains { $0.contains("no retry can fix this error") }, "\(report.summaryLines)")
     }
 
@@ -223,9 +223,9 @@ struct MigrationFindingsTests {
             for (index, item) in cases.enumerated() {
                 let store = try SQLiteStore(path: root.appendingPathComponent("bridge-\(index).sqlite").path)
                 defer { store.close() }
-                let lines = LogLines()
+                let lines = CollectingLogHandler()
                 var configuration = BridgeConfiguration()
-                configuration.log = { lines.append($0) }
+                configuration.logger = lines.logger(label: "migration")
                 let bridge = try await Bridge(a: BridgeSide(name: "supabase", adapter: item.adapter, conversation: item.conversation),
                                         b: BridgeSide(name: "socketio", adapter: target.migrator, conversation: target.conversation),
                                         store: store, configuration: configuration)
@@ -233,7 +233,7 @@ struct MigrationFindingsTests {
                 let status = await bridge.currentStats.lastError ?? ""
                 #expect(status.hasPrefix("stopped") && status.contains("supabase conversation \(item.conversation)")
                         && status.contains(item.expected), "\(status)")
-                #expect(lines.all.contains { $0.contains("no retry can fix it") }, "\(lines.all)")
+                #expect(lines.messages(at: .error).contains { $0.contains("no retry can fix it") }, "\(lines.records)")
             }
         }
     }
