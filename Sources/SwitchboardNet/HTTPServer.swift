@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 
 /// An HTTP and WebSocket server on civetweb, for tests, local bridges and streaming endpoints.
 ///
@@ -43,8 +44,8 @@ public final class HTTPServer: Sendable {
         public var handlerTimeout: Duration?
         /// How long `stop()` and `WebSocketConnection.close` wait for the peer's close frame.
         public var closeHandshakeTimeout: Duration = .seconds(2)
-        /// Receives civetweb's error log lines (nothing is printed otherwise).
-        public var log: (@Sendable (String) -> Void)?
+        /// Receives civetweb's error lines, as warnings (nowhere unless a handler is given).
+        public var logger = Logger(label: "http")
 
         /// The defaults.
         public init() {}

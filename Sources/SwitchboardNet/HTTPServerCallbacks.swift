@@ -1,4 +1,5 @@
 import CCivetweb
+import SwitchboardCore
 
 /// The C entry points civetweb calls on its worker threads.
 ///
@@ -67,7 +68,7 @@ enum HTTPServerCallbacks {
     static func logMessage(_ connection: OpaquePointer?, _ message: UnsafePointer<CChar>?) -> Int32 {
         guard let connection, let context = mg_get_context(connection),
               let core = core(mg_get_user_data(context)) else { return 1 }
-        if let message, let log = core.configuration.log { log(String(cString: message)) }
+        if let message { core.configuration.logger.warning(String(cString: message)) }
         return 1
     }
 }

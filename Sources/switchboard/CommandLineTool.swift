@@ -106,7 +106,7 @@ enum CommandLineTool {
           --jwt-expiry S          lifetime of the access tokens /auth/v1 issues, 30…604800 s (default 3600)
           --auth-rate-limit N     sign-ups and sign-ins per client IP per 5 min (default 30; refreshes 5×;
                                   0: no limit); beyond it /auth/v1 answers 429
-          --verbose               log requests and internals to standard error
+          --verbose               also log requests and internals to standard error (errors always are)
 
       serve xmtp                Run the XMTP-like node (MLS API gateway: send/query/subscribe group messages,
                                 inbox registration, group registry, presigned uploads) on loopback; prints
@@ -115,7 +115,7 @@ enum CommandLineTool {
           --port N                port to bind (default 0: a free one)
           --host H                address to bind (default 127.0.0.1)
           --database-url URL      keep messages, groups and tokens in this PostgreSQL database instead
-          --verbose               log to standard error
+          --verbose               log everything to standard error, not only errors
 
       serve socketio            Run the Socket-style reference server (REST sends, history, edits, reactions,
                                 receipts, uploads; Socket.IO v5 live events over WebSocket at /socket.io/) on
@@ -127,7 +127,7 @@ enum CommandLineTool {
           --page-size N           messages per history page, 1…1000 (default 50)
           --edit-window S         seconds after sending during which the sender may edit (default 900)
           --delete-window S       seconds after sending during which the sender may delete (default 7200)
-          --verbose               log to standard error
+          --verbose               log everything to standard error, not only errors
 
       supabase token            Print a signed HS256 JWT, as the Supabase-like server checks them: its anon key,
                                 its service_role key, or the access token of a user.

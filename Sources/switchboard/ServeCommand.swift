@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SwitchboardCore
 import SupabaseServer
 
 #if canImport(Glibc)
@@ -79,9 +80,7 @@ enum ServeCommand {
             }
             configuration.authRateLimit = count
         }
-        if options.has("verbose") {
-            configuration.log = { line in FileHandle.standardError.write(Data("supabase: \(line)\n".utf8)) }
-        }
+        configuration.logger = ServeCommand.logger("supabase", options)
 
         let server = SupabaseServer(configuration: configuration)
         return try await serveUntilSignal(host: configuration.host, start: { try await server.start() },
@@ -105,6 +104,11 @@ enum ServeCommand {
         }
         await stop()
         return 0
+    }
+
+    /// The server's logger labelled `label`: errors only, or everything from debug up with `--verbose`.
+    static func logger(_ label: String, _ options: Arguments) -> Logger {
+        CommandLog.logger(label, level: options.has("verbose") ? .debug : .error)
     }
 
     /// A port number 0…65535 (0: pick a free one).

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import SocketIOServer
 
 /// `switchboard serve socketio`: runs the Socket-style reference server (REST + Socket.IO) on loopback until
@@ -22,9 +23,7 @@ enum ServeSocketIOCommand {
         }
         if let text = options.value("edit-window") { configuration.editWindow = try seconds(text, option: "edit-window") }
         if let text = options.value("delete-window") { configuration.deleteWindow = try seconds(text, option: "delete-window") }
-        if options.has("verbose") {
-            configuration.log = { line in FileHandle.standardError.write(Data("socketio: \(line)\n".utf8)) }
-        }
+        configuration.logger = ServeCommand.logger("socketio", options)
 
         let server = SocketIOServer(configuration: configuration)
         return try await ServeCommand.serveUntilSignal(host: configuration.host, start: { try await server.start() },

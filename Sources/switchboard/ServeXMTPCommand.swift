@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import XMTPNode
 
 /// `switchboard serve xmtp`: runs the XMTP-like node on loopback until SIGINT or SIGTERM.
@@ -17,9 +18,7 @@ enum ServeXMTPCommand {
             guard !url.isEmpty else { throw UsageError("--database-url needs a PostgreSQL URL") }
             configuration.databaseURL = url
         }
-        if options.has("verbose") {
-            configuration.log = { line in FileHandle.standardError.write(Data("xmtp: \(line)\n".utf8)) }
-        }
+        configuration.logger = ServeCommand.logger("xmtp", options)
 
         let server = XMTPNodeServer(configuration: configuration)
         return try await ServeCommand.serveUntilSignal(host: configuration.host, start: { try await server.start() },

@@ -27,7 +27,7 @@ struct RealtimeChangeFeedTests {
         let connection = try PostgresConnection(url: url)
         try ChatSchema.apply(to: connection)
         let box = DispatchBox()
-        let feed = RealtimeChangeFeed(databaseURL: url, log: { _ in }, isWatched: isWatched, omitsRecords: omitsRecords,
+        let feed = RealtimeChangeFeed(databaseURL: url, logger: Logger(label: "realtime"), isWatched: isWatched, omitsRecords: omitsRecords,
                                       dispatch: { changes in box.append(changes) })
         _ = try feed.install()
         feed.start()

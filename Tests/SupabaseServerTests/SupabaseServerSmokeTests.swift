@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SupabaseServer
+import SwitchboardCore
 import SwitchboardNet
 import Testing
 
@@ -20,17 +21,10 @@ struct SupabaseServerSmokeTests {
 /// `serve supabase --verbose`: an access-log line per request, and never a secret in it.
 @Suite("Supabase-like server access log", .serialized)
 struct SupabaseServerAccessLogTests {
-    /// Lines the server logged.
-    final class Lines: Sendable {
-        private let lines = Mutex<[String]>([])
-        func append(_ line: String) { lines.withLock { $0.append(line) } }
-        var all: [String] { lines.withLock { $0 } }
-    }
-
     @Test("each request logs its method, path, status and time; no query string, token, key or password")
     func accessLog() async throws {
-        let lines = Lines()
-        let server = try await SupabaseTestServer.start { $0.log = { lines.append($0) } }
+        let lines = CollectingLogHandler()
+        let server = try await SupabaseTestServer.start { $0.logger = lines.logger(label: "supabase") }
         do {
             let http = HTTPClient()
             let service = server.serviceKey
@@ -50,10 +44,10 @@ struct SupabaseServerAccessLogTests {
                                                          headers: headers,
                                                          body: Data(#"{"email":"log@example.com","password":"s3cret-passw0rd"}"#.utf8)))
             #expect(signUp.status == 200)
-            let logged = lines.all.joined(separator: "\n")
-            #expect(lines.all.contains { $0.hasPrefix("GET /rest/v1/messages 200 ") && $0.hasSuffix(" ms") }, "\(logged)")
-            #expect(lines.all.contains { $0.hasPrefix("GET /storage/v1/object/sign/attachments/a.png 400 ") }, "\(logged)")
-            #expect(lines.all.contains { $0.hasPrefix("POST /auth/v1/signup 200 ") }, "\(logged)")
+            let logged = lines.records.map { LogLine(date: Date(), record: $0).text }.joined(separator: "\n")
+            #expect(lines.messages(at: .info).contains { $0.hasPrefix("GET /rest/v1/messages 200 ") && $0.hasSuffix(" ms") }, "\(logged)")
+            #expect(lines.messages(at: .info).contains { $0.hasPrefix("GET /storage/v1/object/sign/attachments/a.png 400 ") }, "\(logged)")
+            #expect(lines.messages(at: .info).contains { $0.hasPrefix("POST /auth/v1/signup 200 ") }, "\(logged)")
             for secret in [service, server.anonKey, "not.a-real.signature", "s3cret-passw0rd", "select=id", "Bearer",
                            SupabaseTestServer.jwtSecret, "access_token"] {
                 #expect(!logged.contains(secret), "the log shows \(secret)")

@@ -57,7 +57,7 @@ public final class SocketIOServer: Sendable {
         httpConfiguration.maxWebSocketMessageSize = max(1024, configuration.maxPayload)
         // Engine.IO pings itself; civetweb's own keep-alive pings only need to outlast a missed Engine.IO ping.
         httpConfiguration.webSocketPingInterval = configuration.pingInterval + configuration.pingTimeout
-        httpConfiguration.log = configuration.log
+        httpConfiguration.logger = configuration.logger
         let http = HTTPServer(configuration: httpConfiguration)
         for method in [HTTPMethod.get, .head, .post, .put, .patch, .delete] {
             for prefix in ["/auth", "/conversations", "/uploads", "/files", "/socket.io"] {

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 
 /// Everything `SocketIOServer` (and `switchboard serve socketio`) can be told; defaults follow WIRE.md.
 public struct SocketIOServerConfiguration: Sendable {
@@ -37,8 +38,8 @@ public struct SocketIOServerConfiguration: Sendable {
     public var socketBufferLimit = 1_000
     /// HTTP worker threads: every open socket holds one.
     public var workerThreads = 64
-    /// Where diagnostics go; tokens are never passed to it.
-    public var log: (@Sendable (String) -> Void)?
+    /// Where diagnostics go (nowhere unless a handler is given); tokens are never passed to it.
+    public var logger = Logger(label: "socketio")
 
     /// A configuration with the required data directory.
     public init(dataDirectory: URL) {

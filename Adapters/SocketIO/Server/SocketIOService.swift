@@ -50,7 +50,7 @@ final class SocketIOService: Sendable {
         } catch let error as SocketIOServerError {
             return Self.errorResponse(error)
         } catch {
-            configuration.log?("\(request.method) \(request.path) failed: \(error)")
+            configuration.logger.error("\(request.method) \(request.path) failed: \(error)")
             return Self.errorResponse(.internal("the server's store failed"))
         }
     }

@@ -74,7 +74,7 @@ enum SocketIOSocketSession {
             for await frame in connection.frames {
                 if case .dropped = continuation.yield(.frame(frame)) {
                     // The loop is behind by `inputQueueLimit` inputs: stop reading and end the socket.
-                    configuration.log?("socket input queue overflowed; closing")
+                    configuration.logger.warning("socket input queue overflowed; closing")
                     await connection.close(code: .policyViolation, reason: "too many frames queued")
                     continuation.finish()
                     return
@@ -117,7 +117,7 @@ enum SocketIOSocketSession {
                     do throws(SocketIOProtocolError) {
                         decision = try socket.receive(output)
                     } catch {
-                        configuration.log?("socket \(session.sid): malformed Socket.IO packet: \(error)")
+                        configuration.logger.warning("socket \(session.sid): malformed Socket.IO packet: \(error)")
                         pending = session.handle(.closeRequested)
                         continue
                     }
@@ -125,7 +125,7 @@ enum SocketIOSocketSession {
                     let keepOpen = await decide(decision, socket: &socket, subscription: &subscription,
                                                 connection: connection, service: service, continuation: continuation)
                     if !keepOpen {
-                        configuration.log?("socket \(session.sid): connect refused")
+                        configuration.logger.info("socket \(session.sid): connect refused")
                         pending = session.handle(.closeRequested)
                     } else if subscription != nil {
                         connectTimer.cancel()  // Authenticated: a later namespace disconnect keeps the socket.
@@ -133,7 +133,7 @@ enum SocketIOSocketSession {
                 case .closeTransport:
                     await connection.close(code: .normalClosure, reason: "")
                 case .closed(let reason):
-                    configuration.log?("socket \(session.sid) closed: \(reason)")
+                    configuration.logger.debug("socket \(session.sid) closed: \(reason)")
                     break loop
                 }
             }
@@ -161,11 +161,12 @@ enum SocketIOSocketSession {
                 pending = session.handle(.tick(at: .now))
             case .listenerEnded(let id):
                 guard let current = subscription, ObjectIdentifier(current.listener) == id else { continue }
-                configuration.log?("socket \(session.sid): live events ended (overflow: \(current.listener.overflowed))")
+                configuration.logger.log(level: current.listener.overflowed ? .warning : .debug,
+                                         "socket \(session.sid): live events ended (overflow: \(current.listener.overflowed))")
                 pending = session.handle(.closeRequested)
             case .connectTimeout:
                 guard subscription == nil else { continue }
-                configuration.log?("socket \(session.sid): no authenticated connect within the connect timeout")
+                configuration.logger.info("socket \(session.sid): no authenticated connect within the connect timeout")
                 pending = session.handle(.closeRequested)
             }
         }
@@ -198,7 +199,7 @@ enum SocketIOSocketSession {
             do {
                 user = try await service.user(forToken: token)
             } catch {
-                service.configuration.log?("token check failed: \(error)")
+                service.configuration.logger.error("token check failed: \(error)")
                 user = nil
             }
             guard let user else {
@@ -253,7 +254,7 @@ enum SocketIOSocketSession {
             } catch let error as SocketIOServerError {
                 return failure(error.message)
             } catch {
-                service.configuration.log?("typing failed: \(error)")
+                service.configuration.logger.error("typing failed: \(error)")
                 return failure("the server's store failed")
             }
         case "ping:app":

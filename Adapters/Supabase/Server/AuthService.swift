@@ -47,7 +47,7 @@ final class AuthService: Sendable {
             isAvailable = true
         } catch {
             isAvailable = false
-            context.log("auth: /auth/v1 is unavailable: \(error)")
+            context.logger.error("auth: /auth/v1 is unavailable: \(error)")
         }
     }
 
@@ -104,7 +104,7 @@ final class AuthService: Sendable {
             let refusal = AuthError(status: 401, errorCode: error.isExpired ? "bad_jwt" : "no_authorization", message: error.message)
             return Self.json(refusal.json, status: 401)
         } catch {
-            context.log("auth: \(request.method) \(request.path) failed: \(type(of: error))")
+            context.logger.error("auth: \(request.method) \(request.path) failed: \(type(of: error))")
             return Self.json(AuthError(status: 500, errorCode: "unexpected_failure", message: "Internal server error").json, status: 500)
         }
     }

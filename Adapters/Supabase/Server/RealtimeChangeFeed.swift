@@ -35,7 +35,7 @@ final class RealtimeChangeFeed: Sendable {
     }
 
     private let databaseURL: String
-    private let log: @Sendable (String) -> Void
+    private let logger: Logger
     private let dispatch: @Sendable ([RealtimeChange]) -> Void
     private let isWatched: @Sendable (RealtimeTableName) -> Bool
     /// Whether a read may leave out the records of a table (asked before each read; by default: nobody watches it).
@@ -53,12 +53,12 @@ final class RealtimeChangeFeed: Sendable {
     /// PostgreSQL does not even turn the records of such a table into text: each read leaves out the records of
     /// the tables `omitsRecords` names just before it (by default those `isWatched` is false for). A table watched
     /// by the time its rows are looked at (a binding added while the read ran) has its records read then.
-    init(databaseURL: String, log: @escaping @Sendable (String) -> Void,
+    init(databaseURL: String, logger: Logger,
          isWatched: @escaping @Sendable (RealtimeTableName) -> Bool = { _ in true },
          omitsRecords: (@Sendable (RealtimeTableName) -> Bool)? = nil,
          dispatch: @escaping @Sendable ([RealtimeChange]) -> Void) {
         self.databaseURL = databaseURL
-        self.log = log
+        self.logger = logger
         self.isWatched = isWatched
         self.omitsRecords = omitsRecords ?? { !isWatched($0) }
         self.dispatch = dispatch
@@ -120,7 +120,7 @@ final class RealtimeChangeFeed: Sendable {
                     _ = try open.notifications(timeout: .seconds(1))
                 }
             } catch {
-                log("realtime: change listener failed, reconnecting: \(error)")
+                logger.warning("realtime: change listener failed, reconnecting: \(error)")
                 for _ in 0..<10 where !isStopped { Thread.sleep(forTimeInterval: 0.1) }
             }
             connection?.close()

@@ -25,7 +25,7 @@ final class RealtimeHub: Sendable {
     /// Installs the change log and triggers, then starts the listener thread and the heartbeat clock.
     func start() throws {
         let context = self.context
-        let feed = RealtimeChangeFeed(databaseURL: context.databaseURL, log: { context.log($0) },
+        let feed = RealtimeChangeFeed(databaseURL: context.databaseURL, logger: context.logger,
                                       isWatched: { [weak self] table in
                                           self?.state.withLock { $0?.hasSubscription(covering: table) } ?? false
                                       },
@@ -181,7 +181,7 @@ final class RealtimeHub: Sendable {
             } catch {
                 let failed = pending[current]
                 let tables = Set(failed.changes.map { changes[$0].table.description }).sorted().joined(separator: ", ")
-                context.log("realtime: visibility check of \(failed.changes.count) change(s) on \(tables) failed: \(error)")
+                context.logger.warning("realtime: visibility check of \(failed.changes.count) change(s) on \(tables) failed: \(error)")
                 let retry = failed.changes.count > 1 ? failed.changes.map { RealtimeVisibility.single($0, changes[$0]) } : []
                 pending = retry + pending[(current + 1)...]
             }

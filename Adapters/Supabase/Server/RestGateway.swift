@@ -39,7 +39,7 @@ final class RestGateway: Sendable {
         } catch let error as PostgresError {
             return Self.errorResponse(logged(RestErrorMapping.postgrestError(for: error, authenticated: true), request))
         } catch {
-            context.log("REST \(request.method) \(request.path) failed: \(type(of: error))")
+            context.logger.error("REST \(request.method) \(request.path) failed: \(type(of: error))")
             return Self.errorResponse(PostgRESTError(status: 500, code: "PGRSTX00", message: "Internal server error"))
         }
     }
@@ -111,7 +111,7 @@ final class RestGateway: Sendable {
     /// Logs server-side (5xx) failures by code and message only, then hands the error back.
     private func logged(_ error: PostgRESTError, _ request: HTTPServerRequest) -> PostgRESTError {
         if error.status >= 500 {
-            context.log("REST \(request.method) \(request.path): \(error.status) \(error.code) \(error.message)")
+            context.logger.error("REST \(request.method) \(request.path): \(error.status) \(error.code) \(error.message)")
         }
         return error
     }

@@ -34,7 +34,7 @@ final class StorageService: Sendable {
         } catch let error as StorageError {
             return error.response(forHead: isHead)
         } catch {
-            context.log("storage: \(request.method) \(StorageError.printable(request.path)) failed: \(error)")
+            context.logger.error("storage: \(request.method) \(StorageError.printable(request.path)) failed: \(error)")
             return StorageError.internalError.response(forHead: isHead)
         }
     }

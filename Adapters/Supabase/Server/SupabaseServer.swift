@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SupabaseProtocol
+import SwitchboardCore
 import SwitchboardNet
 import SwitchboardPostgres
 
@@ -79,15 +80,15 @@ public final class SupabaseServer: Sendable {
             httpConfiguration.maxRequestBodySize = max(configuration.maxRESTBodySize, configuration.maxObjectSize) + (64 << 10)
             httpConfiguration.requestTimeout = .seconds(30)
             httpConfiguration.workerThreads = 32
-            httpConfiguration.log = configuration.log
+            httpConfiguration.logger = configuration.logger
             let http = HTTPServer(configuration: httpConfiguration)
-            let log = configuration.log
+            let logger = configuration.logger
             for method: HTTPMethod in [.get, .head, .post, .put, .patch, .delete, .options] {
-                http.route(method, "/rest/v1", handler: Self.logging(log) { request in await rest.handle(request) })
-                http.route(method, "/storage/v1", handler: Self.logging(log) { request in await storage.handle(request) })
-                http.route(method, AuthService.pathPrefix, handler: Self.logging(log) { request in await auth.handle(request) })
+                http.route(method, "/rest/v1", handler: Self.logging(logger) { request in await rest.handle(request) })
+                http.route(method, "/storage/v1", handler: Self.logging(logger) { request in await storage.handle(request) })
+                http.route(method, AuthService.pathPrefix, handler: Self.logging(logger) { request in await auth.handle(request) })
             }
-            http.route(.post, RealtimeHub.broadcastPath, handler: Self.logging(log) { request in realtime.handleBroadcastAPI(request) })
+            http.route(.post, RealtimeHub.broadcastPath, handler: Self.logging(logger) { request in realtime.handleBroadcastAPI(request) })
             http.webSocket("/realtime/v1/websocket") { connection in await realtime.serve(connection) }
             let port = try http.start()
             running.withLock { $0 = Running(http: http, context: context, realtime: realtime, cluster: cluster) }
@@ -98,16 +99,17 @@ public final class SupabaseServer: Sendable {
         }
     }
 
-    /// `handler`, with one access-log line per request when `log` is set: method, path, status and time taken. The
-    /// query string is left out (it can carry a signed URL's token or an `apikey`), and so are headers and bodies.
-    static func logging(_ log: (@Sendable (String) -> Void)?,
+    /// `handler`, with one access-log line per request at info level when `logger` logs it: method, path, status and
+    /// time taken. The query string is left out (it can carry a signed URL's token or an `apikey`), and so are
+    /// headers and bodies.
+    static func logging(_ logger: Logger,
                         _ handler: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse) -> HTTPServer.Handler {
-        guard let log else { return handler }
+        guard logger.isLogging(.info) else { return handler }
         return { request in
             let started = ContinuousClock.now
             let response = await handler(request)
             let milliseconds = (ContinuousClock.now - started) / .milliseconds(1)
-            log("\(request.method.rawValue) \(StorageError.printable(request.path)) \(response.status) "
+            logger.info("\(request.method.rawValue) \(StorageError.printable(request.path)) \(response.status) "
                 + String(format: "%.1f ms", milliseconds))
             return response
         }
@@ -124,7 +126,7 @@ public final class SupabaseServer: Sendable {
             do {
                 try current.cluster?.stop()
             } catch {
-                configuration.log?("stopping PostgreSQL failed: \(error)")
+                configuration.logger.error("stopping PostgreSQL failed: \(error)")
             }
         }
     }

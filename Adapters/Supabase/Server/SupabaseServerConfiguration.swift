@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 
 /// Everything `switchboard serve supabase` can be told; defaults suit tests and local use.
 public struct SupabaseServerConfiguration: Sendable {
@@ -30,8 +31,9 @@ public struct SupabaseServerConfiguration: Sendable {
     /// Sign-ups and password sign-ins one client IP may make per five minutes (Supabase's default: 30); token
     /// refreshes may be five times as many. 0 turns the limits off. Beyond them `/auth/v1` answers 429.
     public var authRateLimit = 30
-    /// Where diagnostics go; secrets and tokens are never passed to it.
-    public var log: (@Sendable (String) -> Void)?
+    /// Where diagnostics and the access log (info) go (nowhere unless a handler is given); secrets and tokens are
+    /// never passed to it.
+    public var logger = Logger(label: "supabase")
 
     /// A configuration with the required data directory and secret.
     public init(dataDirectory: URL, jwtSecret: String) {

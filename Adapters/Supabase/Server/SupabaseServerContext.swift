@@ -1,5 +1,6 @@
 import Foundation
 import SupabaseProtocol
+import SwitchboardCore
 import SwitchboardPostgres
 
 /// What the REST gateway, storage and realtime share: configuration, the pool and the token checker.
@@ -24,10 +25,8 @@ public final class SupabaseServerContext: Sendable {
         self.authenticator = RequestAuthenticator(signer: signer)
     }
 
-    /// Writes a diagnostic line to the configured log.
-    public func log(_ line: String) {
-        configuration.log?(line)
-    }
+    /// Where diagnostics go: the configured logger.
+    public var logger: Logger { configuration.logger }
 
     /// Runs `body` in one transaction as `identity`, so PostgreSQL's row-level security decides what it sees.
     public func transaction<T: Sendable>(as identity: RequestIdentity,

@@ -58,7 +58,7 @@ final class NodeService: Sendable {
         } catch let error as XMTPNodeError {
             return Self.errorResponse(error)
         } catch {
-            configuration.log?("\(request.method) \(request.path) failed: \(error)")
+            configuration.logger.error("\(request.method) \(request.path) failed: \(error)")
             return Self.errorResponse(XMTPNodeError(.internal, "the node's store failed"))
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardCore
 import SwitchboardNet
 
 /// Everything `XMTPNodeServer` (and `switchboard serve xmtp`) can be told; defaults follow XMTP where it has one.
@@ -31,8 +32,8 @@ public struct XMTPNodeConfiguration: Sendable {
     public var keepAliveTimeout = HTTPServer.Configuration().keepAliveTimeout
     /// PostgreSQL connections kept open.
     public var postgresPoolSize = 4
-    /// Where diagnostics go; tokens are never passed to it.
-    public var log: (@Sendable (String) -> Void)?
+    /// Where diagnostics go (nowhere unless a handler is given); tokens are never passed to it.
+    public var logger = Logger(label: "xmtp")
 
     /// A configuration with the required data directory.
     public init(dataDirectory: URL) {

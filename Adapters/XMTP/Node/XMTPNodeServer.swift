@@ -53,7 +53,7 @@ public final class XMTPNodeServer: Sendable {
         httpConfiguration.requestTimeout = .seconds(30)
         httpConfiguration.workerThreads = max(4, configuration.workerThreads)
         httpConfiguration.keepAliveTimeout = configuration.keepAliveTimeout
-        httpConfiguration.log = configuration.log
+        httpConfiguration.logger = configuration.logger
         let http = HTTPServer(configuration: httpConfiguration)
         for (method, prefix) in [(HTTPMethod.post, "/mls/v1"), (.post, "/identity/v1"), (.post, "/upload/v1"),
                                  (.put, "/upload/v1"), (.get, "/upload/v1")] {
