@@ -4,8 +4,6 @@ import SwitchboardCore
 
 /// A capability a scenario needs; without it the scenario is skipped with a reason.
 public enum ScenarioRequirement: String, Sendable, Hashable {
-    /// Fault injection by the harness.
-    case faults
     /// `EditingAdapter`.
     case editing
     /// `DeletingAdapter`.
@@ -30,15 +28,18 @@ public struct Scenario: Sendable {
     public let summary: String
     /// Capabilities it needs.
     public let requirements: Set<ScenarioRequirement>
+    /// The faults it injects; a harness that cannot inject one has it reported as not run.
+    public let faults: Set<FaultKind>
     /// The scenario body.
     public let run: @Sendable (ScenarioContext) async throws -> Void
 
     /// Declares a scenario.
     public init(_ name: String, _ summary: String, requires requirements: Set<ScenarioRequirement> = [],
-                run: @escaping @Sendable (ScenarioContext) async throws -> Void) {
+                injects faults: Set<FaultKind> = [], run: @escaping @Sendable (ScenarioContext) async throws -> Void) {
         self.name = name
         self.summary = summary
         self.requirements = requirements
+        self.faults = faults
         self.run = run
     }
 }
@@ -49,8 +50,13 @@ public enum ScenarioStatus: String, Sendable, Codable {
     case passed
     /// An expectation failed or an error escaped.
     case failed
-    /// A needed capability is absent.
+    /// A needed capability is absent: the backend does not offer what it proves.
     case skipped
+    /// The harness cannot inject a fault it needs: what it proves was not checked.
+    case notRun
+
+    /// How the table shows it.
+    public var label: String { self == .notRun ? "not run" : rawValue }
 }
 
 /// One scenario's outcome.
@@ -59,7 +65,7 @@ public struct ScenarioResult: Sendable, Codable {
     public let name: String
     /// Outcome.
     public let status: ScenarioStatus
-    /// Failure or skip reason; the summary when passed.
+    /// Failure, skip or not-run reason; the summary when passed.
     public let detail: String
     /// Wall time in seconds.
     public let seconds: Double
@@ -89,13 +95,13 @@ public struct ConformanceReport: Sendable, Codable {
         self.stopped = stopped
     }
 
-    /// Whether the run went to its end and no scenario failed.
+    /// Whether the run went to its end and no scenario failed (skipped and not-run scenarios are listed, not failures).
     public var isSuccess: Bool { stopped == nil && !scenarios.contains { $0.status == .failed } }
 
-    /// Counts of passed, failed, skipped.
-    public var counts: (passed: Int, failed: Int, skipped: Int) {
-        (scenarios.filter { $0.status == .passed }.count, scenarios.filter { $0.status == .failed }.count,
-         scenarios.filter { $0.status == .skipped }.count)
+    /// Counts of passed, failed, skipped and not run.
+    public var counts: (passed: Int, failed: Int, skipped: Int, notRun: Int) {
+        func count(_ status: ScenarioStatus) -> Int { scenarios.filter { $0.status == status }.count }
+        return (count(.passed), count(.failed), count(.skipped), count(.notRun))
     }
 
     /// A readable table.
@@ -104,14 +110,14 @@ public struct ConformanceReport: Sendable, Codable {
         var lines = ["adapter: \(adapter)", "\("scenario".padding(toLength: width, withPad: " ", startingAt: 0))  status   time    detail"]
         for result in scenarios {
             let name = result.name.padding(toLength: width, withPad: " ", startingAt: 0)
-            let status = result.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+            let status = result.status.label.padding(toLength: 7, withPad: " ", startingAt: 0)
             lines.append("\(name)  \(status)  \(String(format: "%5.2fs", result.seconds))  \(result.detail)")
         }
         if let stopped {
             lines.append("stopped: \(stopped.reason); \(stopped.notRun) scenario\(stopped.notRun == 1 ? "" : "s") not run")
         }
         let c = counts
-        lines.append("\(c.passed) passed, \(c.failed) failed, \(c.skipped) skipped")
+        lines.append("\(c.passed) passed, \(c.failed) failed, \(c.skipped) skipped, \(c.notRun) not run")
         return lines.joined(separator: "\n")
     }
 
@@ -128,7 +134,7 @@ public struct ConformanceReport: Sendable, Codable {
         return String(decoding: (try? encoder.encode(body)) ?? Data(), as: UTF8.self)
     }
 
-    /// JUnit XML for CI systems.
+    /// JUnit XML for CI systems; a scenario not run is a skipped test case whose message says so.
     public func junitXML() -> String {
         func escape(_ text: String) -> String {
             text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
@@ -140,13 +146,14 @@ public struct ConformanceReport: Sendable, Codable {
             + "    <failure message=\"\(escape($0.reason))\"/>\n  </testcase>\n" } ?? ""
         let tests = scenarios.count + (stopped == nil ? 0 : 1), failures = c.failed + (stopped == nil ? 0 : 1)
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuite name=\"conformance.\(escape(adapter))\" tests=\"\(tests)\" failures=\"\(failures)\" skipped=\"\(c.skipped)\" time=\"\(String(format: "%.3f", total))\">\n"
+        xml += "<testsuite name=\"conformance.\(escape(adapter))\" tests=\"\(tests)\" failures=\"\(failures)\" skipped=\"\(c.skipped + c.notRun)\" time=\"\(String(format: "%.3f", total))\">\n"
         for result in scenarios {
             xml += "  <testcase classname=\"conformance.\(escape(adapter))\" name=\"\(escape(result.name))\" time=\"\(String(format: "%.3f", result.seconds))\""
             switch result.status {
             case .passed: xml += "/>\n"
             case .failed: xml += ">\n    <failure message=\"\(escape(result.detail))\"/>\n  </testcase>\n"
             case .skipped: xml += ">\n    <skipped message=\"\(escape(result.detail))\"/>\n  </testcase>\n"
+            case .notRun: xml += ">\n    <skipped message=\"not run: \(escape(result.detail))\"/>\n  </testcase>\n"
             }
         }
         return xml + stop + "</testsuite>\n"
@@ -163,7 +170,12 @@ public struct ConformanceKit: Sendable {
     /// A kit with every standard scenario, or those named in `only`.
     public init(only names: Set<String>? = nil, timeout: Duration = .seconds(60)) {
         let all = StandardScenarios.all
-        scenarios = names.map { wanted in all.filter { wanted.contains($0.name) } } ?? all
+        self.init(scenarios: names.map { wanted in all.filter { wanted.contains($0.name) } } ?? all, timeout: timeout)
+    }
+
+    /// A kit with the given scenarios.
+    public init(scenarios: [Scenario], timeout: Duration = .seconds(60)) {
+        self.scenarios = scenarios
         self.timeout = timeout
     }
 
@@ -215,6 +227,9 @@ public struct ConformanceKit: Sendable {
         if let missing = await missingRequirement(scenario, fixture: fixture) {
             return result(.skipped, missing)
         }
+        if let notRun = missingFault(scenario, fixture: fixture) {
+            return result(.notRun, notRun.reason)
+        }
         let context: ScenarioContext
         do { context = try ScenarioContext(fixture: fixture) } catch { return result(.failed, "\(error)") }
         let timeout = self.timeout
@@ -235,14 +250,21 @@ public struct ConformanceKit: Sendable {
         switch outcome {
         case .success: return result(.passed, scenario.summary)
         case .failure(let error as ScenarioSkip): return result(.skipped, error.reason)
+        case .failure(let error as ScenarioNotRun): return result(.notRun, error.reason)
         case .failure(let error): return result(.failed, String(describing: error))
         }
     }
 
+    /// Why the harness cannot inject a fault `scenario` declares, if it cannot.
+    private func missingFault(_ scenario: Scenario, fixture: ConformanceFixture) -> ScenarioNotRun? {
+        guard !scenario.faults.isEmpty else { return nil }
+        guard let injector = fixture.faults else { return .noFaults }
+        let unsupported = injector.unsupportedFaults
+        let kind = FaultKind.allCases.first { scenario.faults.contains($0) && unsupported[$0] != nil }
+        return kind.map { ScenarioNotRun.cannotInject($0, because: unsupported[$0] ?? "") }
+    }
+
     private func missingRequirement(_ scenario: Scenario, fixture: ConformanceFixture) async -> String? {
-        if scenario.requirements.contains(.faults) && fixture.faults == nil {
-            return "the harness cannot inject faults"
-        }
         guard let adapter = try? await fixture.makeAdapter(fixture.alice) else { return nil }
         let checks: [(ScenarioRequirement, Bool, String)] = [
             (.editing, adapter is any EditingAdapter, "edits"),

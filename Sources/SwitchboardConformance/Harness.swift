@@ -1,35 +1,106 @@
 import Foundation
 import Synchronization
 import SwitchboardCore
+import SwitchboardFaults
 
-/// Faults a harness can inject into its backend; a scenario that needs one the harness lacks is skipped.
-public protocol FaultInjector: Sendable {
+/// One kind of fault a scenario injects; a harness that cannot inject it has the scenario reported as not run.
+public enum FaultKind: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Publishes fail before reaching the backend.
+    case failPublish = "fail-publish"
+    /// Publishes reach the backend and their responses are lost.
+    case loseResponse = "lose-response"
+    /// Publishes are delayed.
+    case publishDelay = "publish-delay"
+    /// Edits are refused.
+    case refuseEdit = "refuse-edit"
+    /// Deletes are refused.
+    case refuseDelete = "refuse-delete"
+    /// Uploads of a named file fail.
+    case failUpload = "fail-upload"
+    /// A user is cut off.
+    case offline
+    /// Live streams drop and reconnect.
+    case dropLive = "drop-live"
+    /// Live events arrive twice.
+    case duplicateDelivery = "duplicate-delivery"
+    /// Live events arrive in swapped pairs.
+    case reorderDelivery = "reorder-delivery"
+}
+
+/// One fault to set (or to switch off, for those that stay on).
+public enum Fault: Sendable, Hashable {
     /// The next `count` publishes fail without storing anything.
-    func failNextPublishes(_ count: Int) async
+    case failPublishes(count: Int)
     /// The next `count` publishes are stored but their responses are lost.
-    func loseNextPublishResponses(_ count: Int) async
+    case loseResponses(count: Int)
     /// Every publish waits this long first.
-    func setPublishDelay(_ delay: Duration) async
-    /// Every live stream drops (changes meanwhile are lost live) and reconnects.
-    func dropLiveStreams() async
-    /// Every live event is delivered twice.
-    func setDuplicateDeliveries(_ isOn: Bool) async
-    /// Live events are delivered in swapped pairs.
-    func setOutOfOrderDelivery(_ isOn: Bool) async
-    /// The backend refuses edits.
-    func setRefuseEdits(_ isOn: Bool) async
-    /// The backend refuses deletes.
-    func setRefuseDeletes(_ isOn: Bool) async
+    case delayPublishes(Duration)
+    /// The backend refuses edits, or no longer.
+    case refuseEdits(Bool)
+    /// The backend refuses deletes, or no longer.
+    case refuseDeletes(Bool)
     /// Uploads of files with this name fail (nil: stop failing).
-    func setFailingUpload(named filename: String?) async
-    /// Cuts a user off the backend (publishes fail, live streams drop) or brings them back.
-    func setOffline(_ user: UserID, _ isOffline: Bool) async
+    case failUploads(named: String?)
+    /// Cuts a user off the backend (publishes fail, live streams drop and stay down) or brings them back.
+    case offline(UserID, Bool)
+    /// Every live stream drops (changes meanwhile are lost live) and reconnects.
+    case dropLiveStreams
+    /// Every live event is delivered twice, or no longer.
+    case duplicateDeliveries(Bool)
+    /// Live events are delivered in swapped pairs, or no longer.
+    case reorderDeliveries(Bool)
+
+    /// Its kind.
+    public var kind: FaultKind {
+        switch self {
+        case .failPublishes: .failPublish
+        case .loseResponses: .loseResponse
+        case .delayPublishes: .publishDelay
+        case .refuseEdits: .refuseEdit
+        case .refuseDeletes: .refuseDelete
+        case .failUploads: .failUpload
+        case .offline: .offline
+        case .dropLiveStreams: .dropLive
+        case .duplicateDeliveries: .duplicateDelivery
+        case .reorderDeliveries: .reorderDelivery
+        }
+    }
+}
+
+/// Faults a harness can inject into its backend. A kind it cannot inject is listed in `unsupportedFaults` with the
+/// reason, and every scenario needing it is reported as not run (never as passed).
+public protocol FaultInjector: Sendable {
+    /// The fault kinds this injector cannot inject, each with the reason (none unless it says so).
+    var unsupportedFaults: [FaultKind: String] { get }
+    /// Sets `fault`.
+    func inject(_ fault: Fault) async
     /// Removes every fault.
     func reset() async
 }
 
-/// A network adapter's transport faults are the kit's fault controls as they are (the same operations).
-extension AdapterFaults: FaultInjector {}
+extension FaultInjector {
+    /// None: every kind can be injected.
+    public var unsupportedFaults: [FaultKind: String] { [:] }
+}
+
+/// The fault-injecting decorators' shared state injects every kind, whatever adapter they wrap.
+extension InjectedFaults: FaultInjector {
+    /// Sets `fault` for every decorator sharing this state.
+    public func inject(_ fault: Fault) async {
+        switch fault {
+        case .failPublishes(let count): failNextPublishes(count)
+        case .loseResponses(let count): loseNextPublishResponses(count)
+        case .delayPublishes(let delay): setPublishDelay(delay)
+        case .refuseEdits(let isOn): setRefuseEdits(isOn)
+        case .refuseDeletes(let isOn): setRefuseDeletes(isOn)
+        case .failUploads(let filename): setFailingUpload(named: filename)
+        case .offline(let user, let isOffline): setOffline(user, isOffline)
+        case .dropLiveStreams: dropLiveStreams()
+        case .duplicateDeliveries(let isOn): setDuplicateDeliveries(isOn)
+        case .reorderDeliveries(let isOn): setOutOfOrderDelivery(isOn)
+        }
+    }
+}
 
 /// A clock tests can move forward; shared by the engine and, where it can, the backend.
 public final class ManualClock: Sendable {
@@ -55,7 +126,8 @@ public struct ConformanceFixture: Sendable {
     public var bob: UserID
     /// Makes a new adapter signed in as the user (a new connection each call).
     public var makeAdapter: @Sendable (UserID) async throws -> any ChatAdapter
-    /// The backend's fault controls, when it has them.
+    /// The fault controls (the `InjectedFaults` of the adapters' decorators, for the standard harnesses); nil when
+    /// the harness has none, and then every scenario injecting a fault is reported as not run.
     public var faults: (any FaultInjector)?
     /// The clock the backend uses, when a test can move it.
     public var clock: ManualClock

@@ -15,6 +15,39 @@ public struct ScenarioSkip: Error, Sendable {
     public let reason: String
 }
 
+/// A scenario not run because the harness cannot inject a fault it needs: what it proves was not checked.
+public struct ScenarioNotRun: Error, Sendable, CustomStringConvertible {
+    /// Why.
+    public let reason: String
+
+    /// The reason.
+    public var description: String { reason }
+
+    /// The reason for a harness without any fault controls.
+    static let noFaults = ScenarioNotRun(reason: "the harness cannot inject faults")
+
+    /// The reason for a fault kind the harness cannot inject, and why.
+    static func cannotInject(_ kind: FaultKind, because reason: String) -> ScenarioNotRun {
+        ScenarioNotRun(reason: "the harness cannot inject \(kind.rawValue) faults: \(reason)")
+    }
+}
+
+/// The fault controls as a scenario uses them: each fault's kind is checked first, and one the harness cannot
+/// inject ends the scenario as not run, so a fault silently not injected can never make it pass.
+public struct ScenarioFaults: Sendable {
+    /// The harness's controls.
+    public let injector: any FaultInjector
+
+    /// Sets `fault`, or ends the scenario as not run when the harness cannot inject its kind.
+    public func inject(_ fault: Fault) async throws {
+        if let reason = injector.unsupportedFaults[fault.kind] { throw ScenarioNotRun.cannotInject(fault.kind, because: reason) }
+        await injector.inject(fault)
+    }
+
+    /// Removes every fault.
+    public func reset() async { await injector.reset() }
+}
+
 /// What a scenario works with: the fixture, engine clients over fresh stores, and assertion helpers.
 public final class ScenarioContext: @unchecked Sendable {
     /// The environment.
@@ -56,10 +89,10 @@ public final class ScenarioContext: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// The fault controls, or a skip when the harness has none.
-    public func faults() throws -> any FaultInjector {
-        guard let faults = fixture.faults else { throw ScenarioSkip(reason: "the harness cannot inject faults") }
-        return faults
+    /// The fault controls; the scenario ends as not run when the harness has none.
+    public func faults() throws -> ScenarioFaults {
+        guard let faults = fixture.faults else { throw ScenarioNotRun.noFaults }
+        return ScenarioFaults(injector: faults)
     }
 
     /// Fails the scenario with `message` unless `condition` holds.

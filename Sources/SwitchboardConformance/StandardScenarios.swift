@@ -93,20 +93,20 @@ public enum StandardScenarios {
             let stored = try await alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) }
             try ctx.expect(stored == 1, "alice's store holds \(stored) messages, expected 1")
         },
-        Scenario("retry-same-key", "failed publishes retry under the same key; the backend holds one copy", requires: [.faults]) { ctx in
+        Scenario("retry-same-key", "failed publishes retry under the same key; the backend holds one copy", injects: [.failPublish]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.failNextPublishes(2)
+            try await faults.inject(.failPublishes(count: 2))
             let message = try await alice.send("try again", in: ctx.fixture.conversation)
             try await waitForDelivery(ctx, alice, message.id)
             try await waitToSee(ctx, bob, message.id)
             let copies = try await backendMessages(ctx).filter { $0.text == "try again" }
             try ctx.expect(copies.count == 1, "backend holds \(copies.count) copies")
         },
-        Scenario("lost-response-no-duplicate", "a publish whose response was lost is retried without a duplicate", requires: [.faults]) { ctx in
+        Scenario("lost-response-no-duplicate", "a publish whose response was lost is retried without a duplicate", injects: [.loseResponse]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.loseNextPublishResponses(1)
+            try await faults.inject(.loseResponses(count: 1))
             let message = try await alice.send("did it go", in: ctx.fixture.conversation)
             try await waitForDelivery(ctx, alice, message.id)
             try await waitToSee(ctx, bob, message.id)
@@ -115,10 +115,10 @@ public enum StandardScenarios {
             try ctx.expect(copies.count == 1, "backend holds \(copies.count) copies")
             try ctx.expect(try await bob.rowsForTest(ctx.fixture.conversation, text: "did it go").count == 1, "bob sees a duplicate")
         },
-        Scenario("attempt-limit-then-user-retry", "after the attempt limit the message is failed and retryable; a user retry sends it once under the same ID", requires: [.faults]) { ctx in
+        Scenario("attempt-limit-then-user-retry", "after the attempt limit the message is failed and retryable; a user retry sends it once under the same ID", injects: [.failPublish]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.failNextPublishes(1000)
+            try await faults.inject(.failPublishes(count: 1000))
             let message = try await alice.send("stubborn", in: ctx.fixture.conversation)
             try await ctx.eventually("message fails") { try await alice.message(message.id)?.delivery.isFailed == true }
             guard case .failed(_, let retryable) = try await alice.message(message.id)?.delivery else { return }
@@ -202,10 +202,10 @@ public enum StandardScenarios {
             let back = try await alice.store.read { tx in try tx.messageID(backend: adapter.backend, remoteID: remote) }
             try ctx.expect(back == message.id, "map is not two-way")
         },
-        Scenario("duplicate-delivery-dedupe", "events delivered twice render once", requires: [.faults]) { ctx in
+        Scenario("duplicate-delivery-dedupe", "events delivered twice render once", injects: [.duplicateDelivery]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.setDuplicateDeliveries(true)
+            try await faults.inject(.duplicateDeliveries(true))
             var ids: [MessageID] = []
             for index in 0..<20 { ids.append(try await bob.send("dup \(index)", in: ctx.fixture.conversation).id) }
             for id in ids { try await waitToSee(ctx, alice, id) }
@@ -215,31 +215,31 @@ public enum StandardScenarios {
             let window = try await alice.timeline(of: ctx.fixture.conversation)
             try ctx.expect(Set(window.map(\.id)).count == window.count, "the timeline shows a message twice")
         },
-        Scenario("out-of-order-delivery", "events arriving out of order still give a timeline in server order", requires: [.faults]) { ctx in
+        Scenario("out-of-order-delivery", "events arriving out of order still give a timeline in server order", injects: [.reorderDelivery]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.setOutOfOrderDelivery(true)
+            try await faults.inject(.reorderDeliveries(true))
             var ids: [MessageID] = []
             for index in 0..<10 { ids.append(try await bob.send("ooo \(index)", in: ctx.fixture.conversation).id) }
             for id in ids { try await waitForDelivery(ctx, bob, id) }
-            await faults.setOutOfOrderDelivery(false)
+            try await faults.inject(.reorderDeliveries(false))
             try await alice.synchronize(ctx.fixture.conversation)
             for id in ids { try await waitToSee(ctx, alice, id) }
             let window = try await alice.timeline(of: ctx.fixture.conversation)
             let texts = window.map(\.content.text).filter { $0.hasPrefix("ooo ") }
             try ctx.expect(texts == (0..<10).map { "ooo \($0)" }, "timeline order is \(texts)")
         },
-        Scenario("reconnect-storm", "twenty drops while the peer sends: every message once, in order, no gaps", requires: [.faults]) { ctx in
+        Scenario("reconnect-storm", "twenty drops while the peer sends: every message once, in order, no gaps", injects: [.dropLive]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
             var ids: [MessageID] = []
             for index in 0..<50 {
                 ids.append(try await bob.send("storm \(index)", in: ctx.fixture.conversation).id)
-                if index % 5 == 2 { await faults.dropLiveStreams() }
+                if index % 5 == 2 { try await faults.inject(.dropLiveStreams) }
                 if index % 3 == 0 { try await Task.sleep(for: .milliseconds(5)) }
             }
             for id in ids { try await waitForDelivery(ctx, bob, id) }
-            await faults.dropLiveStreams()
+            try await faults.inject(.dropLiveStreams)
             try await ctx.eventually("alice has all 50") {
                 try await alice.store.read { tx in try tx.messageCount(in: ctx.fixture.conversation) } >= 50
             }
@@ -282,10 +282,10 @@ public enum StandardScenarios {
             try await waitToSee(ctx, alice, answer.id)
             try ctx.expect(try await alice.message(answer.id)?.content.replyTo == original.id, "alice sees the reply pointing elsewhere")
         },
-        Scenario("reply-to-unsent", "a reply to a message still pending waits for it, then both arrive linked", requires: [.faults]) { ctx in
+        Scenario("reply-to-unsent", "a reply to a message still pending waits for it, then both arrive linked", injects: [.failPublish]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.failNextPublishes(2)
+            try await faults.inject(.failPublishes(count: 2))
             let original = try await alice.send("first", in: ctx.fixture.conversation)
             let reply = try await alice.send("and a follow-up", in: ctx.fixture.conversation, replyTo: original.id)
             try await waitToSee(ctx, bob, reply.id)
@@ -374,26 +374,26 @@ public enum StandardScenarios {
             try ctx.expect(try await alice.message(message.id)?.content.text == "fixed", "edit not applied locally")
             try await waitToSee(ctx, bob, message.id) { $0.content.text == "fixed" && $0.editedAt != nil }
         },
-        Scenario("edit-before-sent", "an edit made while the message is still pending waits in the queue and reaches the peer after the send", requires: [.editing, .faults]) { ctx in
+        Scenario("edit-before-sent", "an edit made while the message is still pending waits in the queue and reaches the peer after the send", requires: [.editing], injects: [.offline]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.setOffline(ctx.fixture.alice, true)
+            try await faults.inject(.offline(ctx.fixture.alice, true))
             let message = try await alice.send("draft words", in: ctx.fixture.conversation)
             try await alice.edit(message.id, text: "final words")
             try ctx.expect(try await alice.message(message.id)?.content.text == "final words", "pending edit not shown locally")
-            await faults.setOffline(ctx.fixture.alice, false)
+            try await faults.inject(.offline(ctx.fixture.alice, false))
             if try await alice.message(message.id)?.delivery.isFailed == true { try await alice.retry(message.id) }
             try await waitToSee(ctx, bob, message.id) { $0.content.text == "final words" }
             try ctx.expect(try await alice.message(message.id)?.content.text == "final words", "alice lost her edit")
         },
-        Scenario("queued-edit-refused-rollback", "an edit queued behind an unsent message and refused later is rolled back on screen", requires: [.editing, .faults]) { ctx in
+        Scenario("queued-edit-refused-rollback", "an edit queued behind an unsent message and refused later is rolled back on screen", requires: [.editing], injects: [.offline, .refuseEdit]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
-            await faults.setOffline(ctx.fixture.alice, true)
+            try await faults.inject(.offline(ctx.fixture.alice, true))
             let message = try await alice.send("first words", in: ctx.fixture.conversation)
             try await alice.edit(message.id, text: "second words")
-            await faults.setRefuseEdits(true)
-            await faults.setOffline(ctx.fixture.alice, false)
+            try await faults.inject(.refuseEdits(true))
+            try await faults.inject(.offline(ctx.fixture.alice, false))
             if try await alice.message(message.id)?.delivery.isFailed == true { try await alice.retry(message.id) }
             try await waitToSee(ctx, bob, message.id)
             try await ctx.eventually("alice's refused edit rolled back") {
@@ -409,13 +409,13 @@ public enum StandardScenarios {
             try await ctx.expectError(.editWindowExpired, "late edit") { try await alice.edit(message.id, text: "new news") }
             try ctx.expect(try await alice.message(message.id)?.content.text == "old news", "refused edit changed the text")
         },
-        Scenario("edit-refused-rollback", "an edit the backend refuses rolls back to the original text", requires: [.editing, .faults]) { ctx in
+        Scenario("edit-refused-rollback", "an edit the backend refuses rolls back to the original text", requires: [.editing], injects: [.refuseEdit]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
             let message = try await alice.send("original", in: ctx.fixture.conversation)
             try await waitToSee(ctx, bob, message.id)
             try await waitForRemoteID(ctx, alice, message.id)
-            await faults.setRefuseEdits(true)
+            try await faults.inject(.refuseEdits(true))
             do {
                 try await alice.edit(message.id, text: "rewritten")
                 throw ScenarioFailure(description: "the refused edit did not throw")
@@ -442,13 +442,13 @@ public enum StandardScenarios {
             try await ctx.expectError(.deleteWindowExpired, "late delete") { try await alice.delete(message.id) }
             try ctx.expect(try await alice.message(message.id)?.isDeleted == false, "refused delete removed the message")
         },
-        Scenario("delete-refused-rollback", "a delete the backend refuses restores the message", requires: [.deleting, .faults]) { ctx in
+        Scenario("delete-refused-rollback", "a delete the backend refuses restores the message", requires: [.deleting], injects: [.refuseDelete]) { ctx in
             let faults = try ctx.faults()
             let (alice, _) = try await pair(ctx)
             let message = try await alice.send("keep me", in: ctx.fixture.conversation)
             try await waitForDelivery(ctx, alice, message.id)
             try await waitForRemoteID(ctx, alice, message.id)
-            await faults.setRefuseDeletes(true)
+            try await faults.inject(.refuseDeletes(true))
             try await ctx.expectError(.refused, "refused delete") { try await alice.delete(message.id) }
             let restored = try await alice.message(message.id)
             try ctx.expect(restored?.isDeleted == false && restored?.content.text == "keep me", "rollback did not restore the message")
@@ -543,11 +543,11 @@ public enum StandardScenarios {
             let fetched = try await uploader.download(received)
             try ctx.expect(fetched == bytes, "bob fetched different bytes")
         },
-        Scenario("partial-attachment-failure", "of three attachments one fails: the message carries two, a failed placeholder holds one and retries", requires: [.uploading, .faults]) { ctx in
+        Scenario("partial-attachment-failure", "of three attachments one fails: the message carries two, a failed placeholder holds one and retries", requires: [.uploading], injects: [.failUpload]) { ctx in
             let faults = try ctx.faults()
             let (alice, bob) = try await pair(ctx)
             let convo = ctx.fixture.conversation
-            await faults.setFailingUpload(named: "b.bin")
+            try await faults.inject(.failUploads(named: "b.bin"))
             let message = try await alice.send("three files", in: convo, attachments: [
                 .data(Data(repeating: 1, count: 1000), filename: "a.bin", mimeType: "application/octet-stream"),
                 .data(Data(repeating: 2, count: 1000), filename: "b.bin", mimeType: "application/octet-stream"),
@@ -562,19 +562,19 @@ public enum StandardScenarios {
             }
             try ctx.expect(placeholder.delivery.isFailed, "placeholder shows \(placeholder.delivery)")
             try await waitToSee(ctx, bob, message.id) { $0.content.attachments.count == 2 }
-            await faults.setFailingUpload(named: nil)
+            try await faults.inject(.failUploads(named: nil))
             try await alice.retry(placeholder.id)
             try await waitForDelivery(ctx, alice, placeholder.id, "placeholder sent after retry")
             try await waitToSee(ctx, bob, placeholder.id) { $0.content.attachments.map(\.filename) == ["b.bin"] }
         },
-        Scenario("all-attachments-fail", "when every upload fails the message itself is failed and retryable", requires: [.uploading, .faults]) { ctx in
+        Scenario("all-attachments-fail", "when every upload fails the message itself is failed and retryable", requires: [.uploading], injects: [.failUpload]) { ctx in
             let faults = try ctx.faults()
             let (alice, _) = try await pair(ctx)
-            await faults.setFailingUpload(named: "x.bin")
+            try await faults.inject(.failUploads(named: "x.bin"))
             let message = try await alice.send("", in: ctx.fixture.conversation,
                                                attachments: [.data(Data(repeating: 9, count: 10), filename: "x.bin", mimeType: "application/octet-stream")])
             try await ctx.eventually("message fails") { try await alice.message(message.id)?.delivery.isFailed == true }
-            await faults.setFailingUpload(named: nil)
+            try await faults.inject(.failUploads(named: nil))
             try await alice.retry(message.id)
             try await waitForDelivery(ctx, alice, message.id)
         },
@@ -583,14 +583,14 @@ public enum StandardScenarios {
     // MARK: - Recovery and bad input
 
     static let recovery: [Scenario] = [
-        Scenario("restart-recovery", "messages in flight when the app dies are restored in their state and sent exactly once after restart", requires: [.faults]) { ctx in
+        Scenario("restart-recovery", "messages in flight when the app dies are restored in their state and sent exactly once after restart", injects: [.offline]) { ctx in
             let faults = try ctx.faults()
             let convo = ctx.fixture.conversation
             let bob = try await ctx.client(ctx.fixture.bob)
             _ = try await bob.open(convo)
             var alice = try await ctx.client(ctx.fixture.alice, storeName: "alice-restart")
             _ = try await alice.open(convo)
-            await faults.setOffline(ctx.fixture.alice, true)
+            try await faults.inject(.offline(ctx.fixture.alice, true))
             var ids: [MessageID] = []
             for index in 0..<3 { ids.append(try await alice.send("in flight \(index)", in: convo).id) }
             let held = try await alice.send("held draft", in: convo, noSend: true)
@@ -601,7 +601,7 @@ public enum StandardScenarios {
                 try ctx.expect(restored != nil && restored?.delivery.isPublished == false, "message \(id) not restored as unsent")
             }
             try ctx.expect(try await alice.message(held.id)?.delivery == .draft, "noSend draft not restored as draft")
-            await faults.setOffline(ctx.fixture.alice, false)
+            try await faults.inject(.offline(ctx.fixture.alice, false))
             _ = try await alice.open(convo)
             for id in ids { try await waitForDelivery(ctx, alice, id) }
             for id in ids { try await waitToSee(ctx, bob, id) }
@@ -626,14 +626,14 @@ public enum StandardScenarios {
             let stored = try await alice.store.read { tx in try tx.messageCount(in: convo) }
             try ctx.expect(stored == 0, "refused input left \(stored) stored messages")
         },
-        Scenario("failure-leaves-retryable", "an adapter that throws mid-publish leaves the message failed and retryable, never lost", requires: [.faults]) { ctx in
+        Scenario("failure-leaves-retryable", "an adapter that throws mid-publish leaves the message failed and retryable, never lost", injects: [.offline]) { ctx in
             let faults = try ctx.faults()
             let (alice, _) = try await pair(ctx)
-            await faults.setOffline(ctx.fixture.alice, true)
+            try await faults.inject(.offline(ctx.fixture.alice, true))
             let message = try await alice.send("into the void", in: ctx.fixture.conversation)
             try await ctx.eventually("message fails") { try await alice.message(message.id)?.delivery.isFailed == true }
             try ctx.expect(try await alice.timeline(of: ctx.fixture.conversation).contains { $0.id == message.id }, "failed message vanished")
-            await faults.setOffline(ctx.fixture.alice, false)
+            try await faults.inject(.offline(ctx.fixture.alice, false))
             try await alice.retry(message.id)
             try await waitForDelivery(ctx, alice, message.id)
         },

@@ -56,7 +56,7 @@ enum ConformanceCommand {
         let isTable = format == "table"
         let report = await kit.run(harness) { result in
             if isTable {
-                FileHandle.standardError.write(Data("  \(result.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) \(result.name)\n".utf8))
+                FileHandle.standardError.write(Data("  \(result.status.label.padding(toLength: 7, withPad: " ", startingAt: 0)) \(result.name)\n".utf8))
             }
         }
         print(isTable ? report.table() : report.json())

@@ -4,6 +4,7 @@ import SocketIOConformance
 import SwitchboardConformance
 import SwitchboardCore
 import SwitchboardEngine
+import SwitchboardFaults
 import SwitchboardStore
 import Testing
 
@@ -31,7 +32,7 @@ struct SocketIOKeyTrustTests {
             #expect(try await waitUntil { try await alicesApp.message(sent.id)?.delivery.isPublished == true })
 
             // Bob, through his own adapter, posts under alice's MessageID, then edits and deletes his message.
-            let bob = try #require(try await fixture.makeAdapter(fixture.bob) as? SocketIOAdapter)
+            let bob = try #require((try await fixture.makeAdapter(fixture.bob) as? FaultInjectingAdapter<SocketIOAdapter>)?.inner)
             let forged = OutgoingMessage(id: sent.id, conversation: conversation, sender: fixture.bob,
                                          text: "bob's words", createdAt: Date())
             let remote = try #require(try await bob.publish(try await bob.prepare(forged, noSend: false)).remoteID)

@@ -4,6 +4,7 @@ import SocketIOConformance
 import SwitchboardConformance
 import SwitchboardCore
 import SwitchboardEngine
+import SwitchboardFaults
 import SwitchboardStore
 import Testing
 
@@ -21,7 +22,7 @@ struct SocketIOReactionSyncTests {
         try await SocketIOTestServer.with { server in
             let fixture = try await SocketIOHarness(baseURL: server.baseURL).makeFixture()
             let conversation = fixture.conversation
-            let bobAdapter = try #require(try await fixture.makeAdapter(fixture.bob) as? SocketIOAdapter)
+            let bobAdapter = try #require((try await fixture.makeAdapter(fixture.bob) as? FaultInjectingAdapter<SocketIOAdapter>)?.inner)
             let outgoing = OutgoingMessage(id: MessageID(UUID().uuidString), conversation: conversation, sender: fixture.bob,
                                            text: "react to me", createdAt: Date())
             let receipt = try await bobAdapter.publish(try await bobAdapter.prepare(outgoing, noSend: false))

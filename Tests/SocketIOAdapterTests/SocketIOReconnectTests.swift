@@ -4,10 +4,12 @@ import SocketIOConformance
 import SwitchboardConformance
 import SwitchboardCore
 import SwitchboardEngine
+import SwitchboardFaults
 import SwitchboardStore
 import Testing
 
-/// The receiver's Socket.IO connection is cut again and again while the other user sends: the receiving engine
+/// The receiver's Socket.IO connection is cut again and again while the other user sends (the harness's fault
+/// decorators end the live stream, closing its socket, and subscribe again on a new one): the receiving engine
 /// must end with every message exactly once, in the server's order (live events plus the delta sync that runs
 /// on every reconnect).
 @Suite("Socket.IO adapter under socket cuts", .serialized)
@@ -18,8 +20,7 @@ struct SocketIOReconnectTests {
             var harness = SocketIOHarness(baseURL: server.baseURL)
             harness.reconnectInitialDelay = .milliseconds(100)
             let fixture = try await harness.makeFixture()
-            let injector = try #require(fixture.faults)
-            let faults = try #require(SocketIOHarness.faults(of: injector))
+            let faults = try #require(fixture.faults as? InjectedFaults)
             let conversation = fixture.conversation
 
             func client(_ user: UserID) async throws -> ChatClient {
@@ -53,7 +54,7 @@ struct SocketIOReconnectTests {
                 return published == count
             })
             cutter.cancel()
-            let cuts = faults.socketCuts
+            let cuts = faults.liveStreamCuts
             #expect(cuts >= 8, "only \(cuts) socket cuts happened while bob was sending")
 
             #expect(await waitUntil(timeout: .seconds(20)) {

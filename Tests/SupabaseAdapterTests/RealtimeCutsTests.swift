@@ -5,11 +5,13 @@ import SupabaseServer
 import SwitchboardConformance
 import SwitchboardCore
 import SwitchboardEngine
+import SwitchboardFaults
 import SwitchboardStore
 import Testing
 
 /// Two engine clients exchange 1,000 messages over the Supabase-like server while their realtime sockets are
-/// cut 100 times: each side must end with every message exactly once, in the server's order.
+/// cut 100 times (the harness's fault decorators end the live stream, closing its socket, and join again on a new
+/// one): each side must end with every message exactly once, in the server's order.
 @Suite("Supabase adapter under realtime cuts", .serialized)
 struct RealtimeCutsTests {
     @Test("100 socket cuts while two clients exchange 1,000 messages: each side has every message once, in order")
@@ -20,7 +22,7 @@ struct RealtimeCutsTests {
     private func exchange(on server: AdapterTestServer) async throws {
         let harness = SupabaseHarness(baseURL: server.baseURL, jwtSecret: AdapterTestServer.jwtSecret)
         let fixture = try await harness.makeFixture()
-        let faults = try #require(fixture.faults)
+        let faults = try #require(fixture.faults as? InjectedFaults)
         let conversation = fixture.conversation
 
         func client(_ user: UserID) async throws -> ChatClient {
@@ -37,24 +39,23 @@ struct RealtimeCutsTests {
         let bob = try await client(fixture.bob)
 
         let perSide = 500, cutsPerSide = 100
-        let adapterFaults = try #require(SupabaseHarness.faults(of: faults))
         // Cut both sockets every 60 ms until each has been cut at least 100 times (a drop that finds a socket
         // still reconnecting does not count).
         let cutter = Task {
             var rounds = 0
-            while adapterFaults.socketCuts < 2 * cutsPerSide, rounds < 3000 {
+            while faults.liveStreamCuts < 2 * cutsPerSide, rounds < 3000 {
                 try await Task.sleep(for: .milliseconds(60))
-                await faults.dropLiveStreams()
+                faults.dropLiveStreams()
                 rounds += 1
             }
         }
         async let aliceSent = Self.send(alice, count: perSide, label: "alice", in: conversation)
         async let bobSent = Self.send(bob, count: perSide, label: "bob", in: conversation)
         let sent = try await aliceSent + bobSent
-        let cutsWhileSending = adapterFaults.socketCuts
+        let cutsWhileSending = faults.liveStreamCuts
         try await cutter.value
         #expect(sent.count == 2 * perSide)
-        #expect(adapterFaults.socketCuts >= 2 * cutsPerSide, "only \(adapterFaults.socketCuts) socket cuts happened")
+        #expect(faults.liveStreamCuts >= 2 * cutsPerSide, "only \(faults.liveStreamCuts) socket cuts happened")
         #expect(cutsWhileSending >= cutsPerSide, "only \(cutsWhileSending) cuts happened while messages were being sent")
 
         let expected = 2 * perSide

@@ -33,18 +33,19 @@ struct MemoryConformanceTests {
         #expect(json["adapter"] as? String == "memory(content)")
         let rows = try #require(json["scenarios"] as? [[String: Any]])
         #expect(rows.count == 2)
-        #expect(rows.allSatisfy { ["passed", "failed", "skipped"].contains($0["status"] as? String ?? "") && $0["detail"] is String })
+        #expect(rows.allSatisfy { ["passed", "failed", "skipped", "notRun"].contains($0["status"] as? String ?? "") && $0["detail"] is String })
         #expect(report.junitXML().contains("tests=\"2\" failures=\"0\" skipped=\"0\""))
-        #expect(report.table().hasSuffix("2 passed, 0 failed, 0 skipped"))
+        #expect(report.table().hasSuffix("2 passed, 0 failed, 0 skipped, 0 not run"))
     }
 
-    @Test("a harness without fault injection skips fault scenarios with a reason")
-    func skipsWithoutFaults() async {
+    @Test("a harness without fault injection reports fault scenarios as not run, with the reason")
+    func notRunWithoutFaults() async {
         let report = await ConformanceKit(only: ["retry-same-key", "echo-dedupe"]).run(NoFaultsHarness())
-        let skipped = report.scenarios.first { $0.name == "retry-same-key" }
-        #expect(skipped?.status == .skipped)
-        #expect(skipped?.detail.contains("fault") == true)
+        let notRun = report.scenarios.first { $0.name == "retry-same-key" }
+        #expect(notRun?.status == .notRun)
+        #expect(notRun?.detail == "the harness cannot inject faults")
         #expect(report.scenarios.first { $0.name == "echo-dedupe" }?.status == .passed)
+        #expect(report.counts.notRun == 1 && report.counts.skipped == 0)
     }
 
     @Test("refused credentials stop the run at the first fixture and are reported once, not once per scenario")

@@ -2,10 +2,12 @@ import Foundation
 import SocketIOAdapter
 import SwitchboardConformance
 import SwitchboardCore
+import SwitchboardFaults
 import SwitchboardNet
 
 /// Runs the conformance kit against a running Socket-style server: per scenario it registers two fresh users
-/// (`POST /auth/register`), creates a conversation of the two, and builds adapters signed in with their tokens.
+/// (`POST /auth/register`), creates a conversation of the two, and builds adapters signed in with their tokens,
+/// wrapped in fault-injecting decorators sharing one `InjectedFaults`.
 public struct SocketIOHarness: ConformanceHarness {
     /// The server's base URL.
     public let baseURL: URL
@@ -32,14 +34,14 @@ public struct SocketIOHarness: ConformanceHarness {
         try await SocketIOAccounts(baseURL: baseURL, http: http).createConversation(id, members: members, token: token)
     }
 
-    /// A new conversation of two new users on the server, and adapters for them sharing one fault injector.
+    /// A new conversation of two new users on the server, and adapters for them sharing one `InjectedFaults`.
     public func makeFixture() async throws -> ConformanceFixture {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let alice = UserID("alice-\(suffix)"), bob = UserID("bob-\(suffix)")
         let tokens = [alice: try await register(alice), bob: try await register(bob)]
         let conversation = ConversationID("conformance-\(suffix)")
         try await createConversation(conversation, members: [alice, bob], token: tokens[alice] ?? "")
-        let faults = AdapterFaults()
+        let faults = InjectedFaults()
         let baseURL = self.baseURL, http = self.http, initialDelay = reconnectInitialDelay
         return ConformanceFixture(
             conversation: conversation, alice: alice, bob: bob,
@@ -48,15 +50,9 @@ public struct SocketIOHarness: ConformanceHarness {
                     throw SwitchboardError(.unauthorized, "the fixture has no token for \(user)")
                 }
                 var configuration = SocketIOAdapter.Configuration(baseURL: baseURL, token: token, localUser: user)
-                configuration.faults = faults
                 if let initialDelay { configuration.reconnectInitialDelay = initialDelay }
-                return SocketIOAdapter(configuration: configuration, http: http)
+                return FaultInjectingAdapter(wrapping: SocketIOAdapter(configuration: configuration, http: http), faults: faults)
             },
             faults: faults, clock: ManualClock())
-    }
-
-    /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
-    public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
-        injector as? AdapterFaults
     }
 }

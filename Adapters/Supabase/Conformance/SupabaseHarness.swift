@@ -3,10 +3,12 @@ import SupabaseAdapter
 import SupabaseProtocol
 import SwitchboardConformance
 import SwitchboardCore
+import SwitchboardFaults
 import SwitchboardNet
 
 /// Runs the conformance kit against a running Supabase-like server: per scenario it creates a conversation
 /// with two fresh members through the service role, and signs each member's token with the server's secret.
+/// Its adapters are wrapped in fault-injecting decorators sharing one `InjectedFaults`.
 public struct SupabaseHarness: ConformanceHarness {
     /// The server's base URL.
     public let baseURL: URL
@@ -35,17 +37,16 @@ public struct SupabaseHarness: ConformanceHarness {
         // REST first: a wrong JWT secret is a plain 401 there (storage answers 403 `AccessDenied`).
         let conversation = try await createConversation(members: [alice, bob])
         try await ensureBucket("attachments")
-        let faults = AdapterFaults()
+        let faults = InjectedFaults()
         let anonKey = token(role: "anon")
         let baseURL = self.baseURL, http = self.http
         let makeToken: @Sendable (UserID) -> String = { user in self.token(role: "authenticated", sub: user.rawValue) }
         return ConformanceFixture(
             conversation: conversation, alice: alice, bob: bob,
             makeAdapter: { user in
-                var configuration = SupabaseAdapter.Configuration(baseURL: baseURL, apiKey: anonKey,
+                let configuration = SupabaseAdapter.Configuration(baseURL: baseURL, apiKey: anonKey,
                                                                   accessToken: makeToken(user), localUser: user)
-                configuration.faults = faults
-                return SupabaseAdapter(configuration: configuration, http: http)
+                return FaultInjectingAdapter(wrapping: SupabaseAdapter(configuration: configuration, http: http), faults: faults)
             },
             faults: faults, clock: ManualClock())
     }
@@ -63,12 +64,5 @@ public struct SupabaseHarness: ConformanceHarness {
     /// A service-role client for the server.
     private var serviceClient: SupabaseServiceClient {
         SupabaseServiceClient(baseURL: baseURL, serviceToken: token(role: "service_role"), http: http)
-    }
-}
-
-extension SupabaseHarness {
-    /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
-    public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
-        injector as? AdapterFaults
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SwitchboardConformance
 import SwitchboardCore
+import SwitchboardFaults
 import SwitchboardNet
 import XMTPAdapter
 import XMTPCrypto
@@ -9,7 +10,8 @@ import XMTPCrypto
 /// Runs the conformance kit against a running XMTP-like node: per fixture it registers two fresh inboxes,
 /// creates a group with a random 16-byte ID and a random 32-byte secret (handed to the adapters out of band),
 /// and gives each member's adapters one local database in a temporary folder (removed in `tearDown`), so a
-/// restarted client finds its libxmtp-style database again.
+/// restarted client finds its libxmtp-style database again. Its adapters are wrapped in fault-injecting decorators
+/// sharing one `InjectedFaults`.
 public struct XMTPHarness: ConformanceHarness {
     /// The node's base URL.
     public let baseURL: URL
@@ -36,7 +38,7 @@ public struct XMTPHarness: ConformanceHarness {
         let conversation = ConversationID(Digest.hex(groupID))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xmtp-conformance-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let faults = AdapterFaults()
+        let faults = InjectedFaults()
         let adapters = AdapterReleases()
         let tokens = [alice: aliceToken, bob: bobToken]
         let baseURL = self.baseURL, http = self.http
@@ -46,15 +48,15 @@ public struct XMTPHarness: ConformanceHarness {
                 guard let token = tokens[user] else {
                     throw SwitchboardError(.unauthorized, "\(user) is not a member of this fixture")
                 }
-                var configuration = XMTPAdapter.Configuration(
+                let configuration = XMTPAdapter.Configuration(
                     baseURL: baseURL, inboxID: user, token: token,
                     databasePath: directory.appendingPathComponent("\(user.rawValue).sqlite").path,
                     groupSecret: { id in
                         guard id == conversation else { throw SwitchboardError(.unknownConversation, "unknown group \(id)") }
                         return secret
                     })
-                configuration.faults = faults
-                return adapters.track(try XMTPAdapter(configuration: configuration, http: http))
+                return FaultInjectingAdapter(wrapping: adapters.track(try XMTPAdapter(configuration: configuration, http: http)),
+                                             faults: faults)
             },
             faults: faults, clock: ManualClock(),
             tearDown: {
@@ -81,13 +83,6 @@ public struct XMTPHarness: ConformanceHarness {
     /// Creates a group whose creator is the token's inbox, with `members` added.
     public func createGroup(_ groupID: [UInt8], members: [UserID], token: String) async throws {
         try await XMTPNodeAccounts(baseURL: baseURL, http: http).createGroup(groupID, members: members, token: token)
-    }
-}
-
-extension XMTPHarness {
-    /// The adapters' transport faults behind a fixture's injector (for tests that count socket cuts).
-    public static func faults(of injector: any FaultInjector) -> AdapterFaults? {
-        injector as? AdapterFaults
     }
 }
 
