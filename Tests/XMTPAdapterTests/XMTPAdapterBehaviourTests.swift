@@ -25,7 +25,7 @@ struct XMTPAdapterBehaviourTests {
 
     /// Every content message a fresh reader on `database` sees, oldest first.
     func history(_ group: TestGroup, as user: UserID, database: String) async throws -> [RemoteMessage] {
-        let reader = try group.adapter(user, database: database, faults: false)
+        let reader = try group.adapter(user, database: database)
         var all: [RemoteMessage] = []
         var cursor: Cursor?
         repeat {
@@ -93,9 +93,9 @@ struct XMTPAdapterBehaviourTests {
             let prepared = try await alice.prepare(group.outgoing("did it go", from: group.alice), noSend: false)
             let id = try #require(prepared.remoteID?.rawValue)
             let sealed = try #require(try alice.store.intent(for: id)).data
-            group.faults.loseNextPublishResponses(1)
-            await #expect(throws: SwitchboardError.self) { _ = try await alice.publish(prepared) }
-            #expect(try alice.store.intent(for: id)?.data == sealed)
+            // The first send reached the node, but its answer never came back: alice still holds the intent.
+            try await group.sendRaw(sealed, as: group.alice)
+            #expect(try alice.store.message(id)?.status == .unpublished)
             _ = try await alice.publish(prepared)
             #expect(try await group.envelopeCount() == 2, "the retry re-sends the same envelope")
             #expect(try alice.store.allMessages(in: Digest.hex(group.groupID)).count == 1)
@@ -109,19 +109,26 @@ struct XMTPAdapterBehaviourTests {
         }
     }
 
-    @Test("three failed attempts mark the row Failed; a later publish resets it and sends once")
+    @Test("three failed attempts mark the row Failed, its sealed bytes kept; a later publish resets it and sends once")
     func failedThenRepublish() async throws {
         try await withGroup { group in
-            let alice = try group.adapter(group.alice)
-            let prepared = try await alice.prepare(group.outgoing("stubborn", from: group.alice), noSend: false)
-            let id = try #require(prepared.remoteID?.rawValue)
-            group.faults.failNextPublishes(3)
-            for attempt in 1...3 {
-                await #expect(throws: SwitchboardError.self) { _ = try await alice.publish(prepared) }
-                if attempt < 3 { #expect(try alice.store.message(id)?.status == .unpublished) }
+            let prepared: PreparedMessage
+            let id: String
+            do {
+                // The node cannot be reached: each attempt fails at the send, as in an outage.
+                let cutOff = try group.unreachableAdapter(group.alice)
+                prepared = try await cutOff.prepare(group.outgoing("stubborn", from: group.alice), noSend: false)
+                id = try #require(prepared.remoteID?.rawValue)
+                let sealed = try #require(try cutOff.store.intent(for: id)).data
+                for attempt in 1...3 {
+                    await #expect(throws: SwitchboardError.self) { _ = try await cutOff.publish(prepared) }
+                    if attempt < 3 { #expect(try cutOff.store.message(id)?.status == .unpublished) }
+                    #expect(try cutOff.store.intent(for: id)?.data == sealed)
+                }
+                #expect(try cutOff.store.message(id)?.status == .failed)
+                #expect(try cutOff.store.intent(for: id)?.state == .error)
             }
-            #expect(try alice.store.message(id)?.status == .failed)
-            #expect(try alice.store.intent(for: id)?.state == .error)
+            let alice = try group.adapter(group.alice)
             _ = try await alice.publish(prepared)
             #expect(try alice.store.message(id)?.status == .published)
             #expect(try await group.envelopeCount() == 1)
@@ -144,7 +151,7 @@ struct XMTPAdapterBehaviourTests {
             let bob = try group.adapter(group.bob)
             _ = try await bob.changes(in: group.conversation, after: nil, limit: 100)
             try await bob.setReaction("👍", isActive: true, on: remotes[2], in: group.conversation)
-            let reader = try group.adapter(group.alice, database: "page-reader", faults: false)
+            let reader = try group.adapter(group.alice, database: "page-reader")
             let batch = try await reader.changes(in: group.conversation, after: nil, limit: 100)
             // Each content message's first change is its state built from what is stored when the page is read.
             var first: [RemoteID: RemoteMessage] = [:]
@@ -192,17 +199,17 @@ struct XMTPAdapterBehaviourTests {
             try await bob.setReaction("❤️", isActive: true, on: target, in: other)
 
             // A client that does not know the target (a blind database) can still send them to the first group.
-            let blind = try group.adapter(group.alice, database: "alice-blind", faults: false)
+            let blind = try group.adapter(group.alice, database: "alice-blind")
             try await blind.edit(target, in: group.conversation, text: "moved")
             try await blind.setReaction("👍", isActive: true, on: target, in: group.conversation)
             try await blind.delete(target, in: group.conversation)
             #expect(try await group.envelopeCount() == 3)
             // A reader who knows the target reports nothing for them, and the target's own group shows it unchanged.
-            let reader = try group.adapter(group.bob, database: "bob-reader", faults: false)
+            let reader = try group.adapter(group.bob, database: "bob-reader")
             _ = try await reader.changes(in: other, after: nil, limit: 100)
             let first = try await reader.changes(in: group.conversation, after: nil, limit: 100)
             #expect(first.changes.isEmpty, "\(first.changes)")
-            for (database, adapter) in [("bob-reader", reader), ("bob-fresh", try group.adapter(group.bob, database: "bob-fresh", faults: false))] {
+            for (database, adapter) in [("bob-reader", reader), ("bob-fresh", try group.adapter(group.bob, database: "bob-fresh"))] {
                 let page = try await adapter.history(in: other, before: nil, limit: 10)
                 #expect(page.messages.map(\.text) == ["alice's words, other group"], "\(database)")
                 #expect(page.messages.allSatisfy { $0.editedAt == nil && $0.deletedAt == nil }, "\(database)")
@@ -223,13 +230,13 @@ struct XMTPAdapterBehaviourTests {
             _ = try await bob.changes(in: group.conversation, after: nil, limit: 100)
             await #expect(throws: SwitchboardError.self) { try await bob.edit(target, in: group.conversation, text: "bob's words") }
             // A client that does not check (a blind database) can still send them; receivers ignore them.
-            let rogue = try group.adapter(group.bob, database: "bob-blind", faults: false)
+            let rogue = try group.adapter(group.bob, database: "bob-blind")
             try await rogue.edit(target, in: group.conversation, text: "bob's words")
             // (Publishing synced the rogue's database, so it now knows the target: a second blind one deletes.)
-            let rogue2 = try group.adapter(group.bob, database: "bob-blind-2", faults: false)
+            let rogue2 = try group.adapter(group.bob, database: "bob-blind-2")
             try await rogue2.delete(target, in: group.conversation)
             #expect(try await group.envelopeCount() == 3)
-            let reader = try group.adapter(group.alice, database: "alice-reader", faults: false)
+            let reader = try group.adapter(group.alice, database: "alice-reader")
             let batch = try await reader.changes(in: group.conversation, after: nil, limit: 100)
             let states = batch.changes.compactMap { if case .message(let m) = $0 { m } else { nil } }
             #expect(states.allSatisfy { $0.text == "alice's words" && $0.editedAt == nil && $0.deletedAt == nil })
@@ -254,7 +261,7 @@ struct XMTPAdapterBehaviourTests {
             try await group.sendRaw(XMTPGroupEnvelope(groupID: group.groupID, nonce: try SecureRandom.bytes(12),
                                                       ciphertext: try SecureRandom.bytes(64)).encoded(), as: group.alice)
             #expect(try await group.envelopeCount() == 155)
-            let reader = try group.adapter(group.bob, database: "counter", faults: false)
+            let reader = try group.adapter(group.bob, database: "counter")
             #expect(try await reader.messageCount(in: group.conversation) == 150)
             #expect(try await history(group, as: group.bob, database: "bob-history").count == 150)
             #expect(try await reader.messageCount(in: group.conversation) == 150, "counting again (rows stored) agrees")
@@ -270,15 +277,15 @@ struct XMTPAdapterBehaviourTests {
             _ = try await alice.publishAll(prepared)
             let texts = (0..<1050).map { "m\($0)" }
             func read(_ batch: ChangeBatch) -> [String] { batch.changes.compactMap { if case .message(let m) = $0 { m.text } else { nil } } }
-            let reader = try group.adapter(group.bob, database: "reader", faults: false)
+            let reader = try group.adapter(group.bob, database: "reader")
             let part = try await reader.changes(in: group.conversation, after: nil, limit: 250)
             #expect(read(part) == Array(texts.prefix(250)) && part.hasMore && part.cursor == Cursor("s:250"))
             let rest = try await reader.changes(in: group.conversation, after: part.cursor, limit: 1000)
             #expect(read(rest) == Array(texts[250...]) && !rest.hasMore && rest.cursor == Cursor("s:1050"))
-            let fresh = try group.adapter(group.bob, database: "fresh", faults: false)
+            let fresh = try group.adapter(group.bob, database: "fresh")
             let most = try await fresh.changes(in: group.conversation, after: nil, limit: 5000)
             #expect(read(most) == Array(texts.prefix(1000)) && most.hasMore, "a limit above 1,000 reads 1,000")
-            let counter = try group.adapter(group.bob, database: "counter", faults: false)
+            let counter = try group.adapter(group.bob, database: "counter")
             #expect(try await counter.messageCount(in: group.conversation) == 1050)
         }
     }
@@ -358,7 +365,7 @@ struct XMTPAdapterBehaviourTests {
             try await bob.setReaction("👍", isActive: true, on: target, in: group.conversation)
             try await bob.setReaction("❤️", isActive: true, on: target, in: group.conversation)
             try await bob.setReaction("👍", isActive: false, on: target, in: group.conversation)
-            let reader = try group.adapter(group.alice, database: "reader", faults: false)
+            let reader = try group.adapter(group.alice, database: "reader")
             let page = try await reader.history(in: group.conversation, before: nil, limit: 10)
             #expect(page.messages.map(\.text) == ["react"])
             #expect(page.reactions.map(\.symbol) == ["❤️"])
@@ -452,8 +459,9 @@ struct XMTPAdapterBehaviourTests {
 
             // Killed after the send but before the read-back: the restart re-sends the identical sealed bytes.
             let second = try await restarted.prepare(group.outgoing("sent twice", from: group.alice), noSend: false)
-            group.faults.loseNextPublishResponses(1)
-            await #expect(throws: SwitchboardError.self) { _ = try await restarted.publish(second) }
+            let secondID = try #require(second.remoteID?.rawValue)
+            let sealed = try #require(try restarted.store.intent(for: secondID)).data
+            try await group.sendRaw(sealed, as: group.alice)  // the envelope reached the node; the process died then
             let again = try group.adapter(group.alice)
             _ = try await again.publish(second)
             #expect(try await group.envelopeCount() == 3)

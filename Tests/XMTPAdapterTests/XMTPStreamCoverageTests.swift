@@ -96,7 +96,7 @@ struct XMTPLocalDeltaReadTests {
         let group = try await TestGroup.make(on: node)
         defer { group.cleanUp() }
         let alice = try group.adapter(group.alice)
-        let bob = try group.adapter(group.bob, faults: false)
+        let bob = try group.adapter(group.bob)
         let start = try await bob.latestCursor(in: group.conversation)
         let events = Mutex<[AdapterEvent]>([])
         let listener = Task {
@@ -121,7 +121,7 @@ struct XMTPLocalDeltaReadTests {
             events.withLock { $0.contains { if case .change(.reaction) = $0 { true } else { false } } }
         }
         // A reader on its own database that has stored the same envelopes, reading from the node.
-        let reader = try group.adapter(group.bob, database: "reader", faults: false)
+        let reader = try group.adapter(group.bob, database: "reader")
         _ = try await pages(reader, group, after: start, limit: 100)
         let fromNode = try await pages(reader, group, after: start, limit: 4)
         let local = try await pages(bob, group, after: start, limit: 4)
@@ -157,10 +157,10 @@ struct XMTPLocalDeltaReadTests {
                                                           ciphertext: try SecureRandom.bytes(64)).encoded(), as: group.alice)
             }
         }
-        let reader = try group.adapter(group.bob, database: "reader", faults: false)
+        let reader = try group.adapter(group.bob, database: "reader")
         let fromNode = try await pages(reader, group, after: nil, limit: 100)
         #expect(fromNode.changes.count == 230)
-        let counter = try group.adapter(group.bob, database: "counter", faults: false)
+        let counter = try group.adapter(group.bob, database: "counter")
         #expect(try await counter.messageCount(in: group.conversation) == 230)
         await node.stop()
         // The node is gone: the counted run answers every page up to the newest envelope the count saw.
@@ -184,7 +184,7 @@ struct XMTPLocalDeltaReadTests {
         var prepared: [PreparedMessage] = []
         for index in 0..<1050 { prepared.append(try await alice.prepare(group.outgoing("m\(index)", from: group.alice), noSend: false)) }
         _ = try await alice.publishAll(prepared)
-        let reader = try group.adapter(group.bob, database: "reader", faults: false)
+        let reader = try group.adapter(group.bob, database: "reader")
         let synced = try await reader.changes(in: group.conversation, after: nil, limit: 1000)
         #expect(synced.changes.count == 1000 && synced.hasMore)
         #expect(try await reader.messageCount(in: group.conversation) == 1050)
@@ -195,7 +195,7 @@ struct XMTPLocalDeltaReadTests {
         connection.close()
         #expect(try await reader.messageCount(in: group.conversation) == 1049)
         // Without a sync cursor (a database that read nothing yet) every envelope is fetched.
-        let fresh = try group.adapter(group.bob, database: "fresh", faults: false)
+        let fresh = try group.adapter(group.bob, database: "fresh")
         #expect(try await fresh.messageCount(in: group.conversation) == 1050)
         await node.stop()
     }

@@ -57,8 +57,6 @@ struct TestGroup: Sendable {
     let tokens: [UserID: String]
     /// A folder for local databases.
     let directory: URL
-    /// Shared faults.
-    let faults: AdapterFaults
 
     /// Registers two inboxes and creates their group.
     static func make(on node: TestNode) async throws -> TestGroup {
@@ -73,7 +71,7 @@ struct TestGroup: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return TestGroup(node: node, conversation: ConversationID(Digest.hex(groupID)), groupID: groupID,
                          secret: try SecureRandom.bytes(32), alice: alice, bob: bob,
-                         tokens: [alice: aliceToken, bob: bobToken], directory: directory, faults: AdapterFaults())
+                         tokens: [alice: aliceToken, bob: bobToken], directory: directory)
     }
 
     /// Creates another group of the same two members on the node (alice creates it); its conversation ID.
@@ -87,12 +85,21 @@ struct TestGroup: Sendable {
     func databasePath(_ name: String) -> String { directory.appendingPathComponent("\(name).sqlite").path }
 
     /// An adapter for `user` on the database `database` (default: the user's own).
-    func adapter(_ user: UserID, database: String? = nil, faults: Bool = true) throws -> XMTPAdapter {
+    func adapter(_ user: UserID, database: String? = nil) throws -> XMTPAdapter {
+        try adapter(user, database: database, at: node.baseURL)
+    }
+
+    /// An adapter for `user` on the database `database` (default: the user's own) whose node cannot be reached:
+    /// every request fails as a network outage does, the local database is the real one.
+    func unreachableAdapter(_ user: UserID, database: String? = nil) throws -> XMTPAdapter {
+        try adapter(user, database: database, at: URL(string: "http://127.0.0.1:1")!)
+    }
+
+    private func adapter(_ user: UserID, database: String?, at baseURL: URL) throws -> XMTPAdapter {
         let secret = self.secret
-        var configuration = XMTPAdapter.Configuration(baseURL: node.baseURL, inboxID: user, token: tokens[user]!,
+        let configuration = XMTPAdapter.Configuration(baseURL: baseURL, inboxID: user, token: tokens[user]!,
                                                       databasePath: databasePath(database ?? user.rawValue),
                                                       groupSecret: { _ in secret })
-        if faults { configuration.faults = self.faults }
         return try XMTPAdapter(configuration: configuration)
     }
 

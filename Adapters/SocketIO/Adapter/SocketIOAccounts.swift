@@ -17,7 +17,7 @@ public struct SocketIOAccounts: Sendable {
 
     /// Registers `user` and returns its bearer token; a user that exists is a `conflict`.
     public func register(_ user: UserID) async throws -> String {
-        let answer = try await client(token: "", user: user).json(.post, "/auth/register", body: ["userId": .string(user.rawValue)])
+        let answer = try await client(token: "").json(.post, "/auth/register", body: ["userId": .string(user.rawValue)])
         guard let token = answer.value["token"]?.stringValue else {
             throw SwitchboardError(.transport, "registering \(user): the answer has no token")
         }
@@ -36,7 +36,7 @@ public struct SocketIOAccounts: Sendable {
         _ = try await client(token: token).json(.post, path, body: ["userIds": .array(members.map { .string($0.rawValue) })])
     }
 
-    private func client(token: String, user: UserID = "operator") -> SocketIOREST {
-        SocketIOREST(baseURL: baseURL, token: token, localUser: user, faults: nil, http: http)
+    private func client(token: String) -> SocketIOREST {
+        SocketIOREST(baseURL: baseURL, token: token, http: http)
     }
 }

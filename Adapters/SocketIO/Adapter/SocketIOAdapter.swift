@@ -23,8 +23,6 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         public var localUser: UserID
         /// This backend's name in ID mappings.
         public var backend: BackendID = "socketio"
-        /// Faults to inject (conformance tests only).
-        public var faults: AdapterFaults?
         /// How long the Engine.IO handshake may take (10 s).
         public var handshakeTimeout: Duration = .seconds(10)
         /// The first reconnect delay (1 s, doubling, ±50 %).
@@ -61,8 +59,7 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) {
         self.configuration = configuration
         mapper = SocketIOChangeMapper(localUser: configuration.localUser)
-        rest = SocketIOREST(baseURL: configuration.baseURL, token: configuration.token, localUser: configuration.localUser,
-                            faults: configuration.faults, http: http)
+        rest = SocketIOREST(baseURL: configuration.baseURL, token: configuration.token, http: http)
     }
 
     /// Uses a new token for REST and for every live socket's next connect (a refused socket retries at once).
@@ -97,9 +94,6 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// POSTs the prepared body; the answer (201 new, 200 repeat) carries the server's ID and time.
     public func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
-        if delay > .zero { try await Task.sleep(for: delay) }
-        if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
         guard let body = JSONValue.parseOrNil(prepared.payload), body["clientMessageId"] != nil else {
             throw SwitchboardError(.invalidArgument, "prepared payload is not a message body")
         }
@@ -108,9 +102,6 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
             answer = try await rest.json(.post, rest.messagesPath(prepared.conversation), body: body).value
         } catch let error as SwitchboardError where error.code == .notFound {
             throw SwitchboardError(.unknownConversation, error.message)
-        }
-        if fault == .loseResponse {
-            throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
         }
         guard let message = SocketIOWire.message(answer) else {
             throw SwitchboardError(.transport, "the server's answer to a send is not a message", retryable: true)
@@ -231,7 +222,7 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let (stream, continuation) = AsyncStream<AdapterEvent>.makeStream(bufferingPolicy: .unbounded)
         let client = SocketIOClient(configuration: clientConfiguration())
         let connection = SocketIOLiveStream(client: client, conversation: conversation, localUser: localUser,
-                                            mapper: mapper, faults: configuration.faults)
+                                            mapper: mapper)
         let key = UUID()
         live.withLock { $0[key] = connection }
         continuation.onTermination = { [weak self] _ in
@@ -242,7 +233,7 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         return stream
     }
 
-    /// The Socket.IO client settings for this user: auth `{"token":…}`, reconnect forever, offline fault.
+    /// The Socket.IO client settings for this user: auth `{"token":…}`, reconnect forever.
     func clientConfiguration() -> SocketIOClient.Configuration {
         var settings = SocketIOClient.Configuration(url: configuration.baseURL, auth: ["token": .string(rest.currentToken)])
         settings.handshakeTimeout = configuration.handshakeTimeout
@@ -250,10 +241,6 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         settings.reconnectsAfterConnectError = true
         settings.backoff = ReconnectBackoff(initialDelay: configuration.reconnectInitialDelay,
                                             maximumDelay: configuration.reconnectMaximumDelay)
-        if let faults = configuration.faults {
-            let user = localUser
-            settings.admits = { !faults.isOffline(user) }
-        }
         return settings
     }
 
@@ -264,13 +251,11 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Replaces the text (`PATCH`); the server enforces sender-only and the 15-minute window.
     public func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
-        if configuration.faults?.refusesEdits == true { throw SwitchboardError(.refused, "edit refused (injected)") }
         _ = try await rest.json(.patch, rest.messagesPath(conversation, target), body: ["text": .string(text)])
     }
 
     /// Deletes (`DELETE`; the row stays as a tombstone, so delta sync carries it); the server enforces the window.
     public func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
-        if configuration.faults?.refusesDeletes == true { throw SwitchboardError(.refused, "delete refused (injected)") }
         _ = try await rest.json(.delete, rest.messagesPath(conversation, target))
     }
 
@@ -321,9 +306,6 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// `POST /uploads` with the bytes, their type and SHA-256 (the server checks it), reporting progress.
     public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
-        if configuration.faults?.uploadFails(attachment.filename, by: localUser) == true {
-            throw SwitchboardError(.transport, "upload of \(attachment.filename) failed (injected)", retryable: true)
-        }
         guard Int64(data.count) <= capabilities.maxAttachmentBytes else {
             throw SwitchboardError(.contentTooLarge, "\(attachment.filename) exceeds \(capabilities.maxAttachmentBytes) bytes")
         }

@@ -25,8 +25,6 @@ public actor SocketIOClient {
         public var reconnectsAfterConnectError = false
         /// The reconnect delays (1 s doubling to 5 s, ±50 %).
         public var backoff = ReconnectBackoff()
-        /// Asked before every attempt; false fails the attempt at once (an injected "offline" fault).
-        public var admits: (@Sendable () -> Bool)?
 
         /// A configuration for the server at `url`.
         public init(url: URL, auth: JSONValue? = nil) {
@@ -190,15 +188,6 @@ public actor SocketIOClient {
         perform(outputs)
     }
 
-    /// Cuts the WebSocket as a network failure would (the client notices and reconnects); returns whether a
-    /// connection (or an attempt past the WebSocket upgrade) was cut.
-    @discardableResult
-    public func dropConnection() async -> Bool {
-        guard let link, machine.phase != .idle else { return false }
-        await link.socket.close(code: .goingAway, reason: "dropped")
-        return true
-    }
-
     // MARK: - I/O
 
     private static var notConnected: SwitchboardError {
@@ -210,11 +199,6 @@ public actor SocketIOClient {
         guard !isStopped else { return }
         generation += 1
         let current = generation
-        if let admits = configuration.admits, !admits() {
-            continuation.yield(.disconnected(reason: "offline"))
-            scheduleReconnect(after: nil)
-            return
-        }
         let socket = WebSocketClient()
         let (outbox, writer) = AsyncStream<EngineIOFrame>.makeStream(bufferingPolicy: .unbounded)
         link = Link(generation: current, socket: socket, outbox: writer)

@@ -7,16 +7,12 @@ import SwitchboardNet
 final class SocketIOREST: Sendable {
     let baseURL: URL
     let http: HTTPClient
-    let localUser: UserID
-    let faults: AdapterFaults?
     private let token: Mutex<String>
 
     /// A client for the server at `baseURL` signed in with `token`.
-    init(baseURL: URL, token: String, localUser: UserID, faults: AdapterFaults?, http: HTTPClient) {
+    init(baseURL: URL, token: String, http: HTTPClient) {
         self.baseURL = baseURL
         self.http = http
-        self.localUser = localUser
-        self.faults = faults
         self.token = Mutex(token)
     }
 
@@ -81,9 +77,6 @@ final class SocketIOREST: Sendable {
     /// a non-2xx answer becomes a `SwitchboardError`.
     func send(_ request: HTTPRequest, upload: Data? = nil, progress: (@Sendable (Double) -> Void)? = nil) async throws
         -> HTTPResponse {
-        if faults?.isOffline(localUser) == true {
-            throw SwitchboardError(.transport, "offline (injected)", retryable: true)
-        }
         var request = request
         let token = currentToken
         if isSameOrigin(request.url), !token.isEmpty {

@@ -26,8 +26,6 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         public var backend: BackendID = "supabase"
         /// The storage bucket attachments go to.
         public var bucket = "attachments"
-        /// Faults to inject (conformance tests only).
-        public var faults: AdapterFaults?
         /// Gives a fresh access token when the current one is about to expire or was refused; nil: use
         /// `accessToken` as long as the server accepts it.
         public var tokenProvider: (@Sendable () async throws -> String)?
@@ -96,17 +94,11 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Upserts the row ignoring duplicates; on a replay (`[]`) reads the stored row for the server time.
     public func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
-        if delay > .zero { try await Task.sleep(for: delay) }
-        if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
         // The payload is the row's JSON already (`prepare` made it): sent as it is, and only the columns the
         // receipt needs come back.
         let id = try Self.rowID(of: prepared)
         let rows = try await rest.write(.post, "messages", query: Self.publishQuery, json: prepared.payload,
                                         prefer: "resolution=ignore-duplicates,return=representation")
-        if fault == .loseResponse {
-            throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
-        }
         var stored = rows.first
         if stored == nil {
             stored = try await rest.select("messages", [("select", "id,created_at,sender_id"), ("id", "eq.\(id)")]).first
@@ -181,14 +173,8 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// Upserts one chunk of rows (a JSON array) in one request; returns the server time of each row, inserted now or
     /// before.
     private func upsertChunk(_ body: Data, ids: [String]) async throws -> [String: Date] {
-        let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
-        if delay > .zero { try await Task.sleep(for: delay) }
-        if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
         let inserted = try await rest.write(.post, "messages", query: [("on_conflict", "id"), ("select", "id,created_at")],
                                             json: body, prefer: "resolution=ignore-duplicates,return=representation")
-        if fault == .loseResponse {
-            throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
-        }
         var times: [String: Date] = [:]
         var found = Set<String>()
         for row in inserted {
@@ -368,7 +354,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let (stream, continuation) = AsyncStream<AdapterEvent>.makeStream(bufferingPolicy: .unbounded)
         let connection = SupabaseRealtime(url: realtimeURL(), conversation: conversation, localUser: localUser,
                                           skippingOwnMessages: skippingOwnMessages, tokens: rest.tokens,
-                                          faults: configuration.faults, continuation: continuation)
+                                          continuation: continuation)
         let key = UUID()
         live.withLock { $0[key] = (conversation, connection) }
         continuation.onTermination = { [weak self] _ in
@@ -393,13 +379,11 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// Replaces the text of `target` in `conversation`; the server enforces sender-only and the 15-minute window.
     public func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
-        if configuration.faults?.refusesEdits == true { throw SwitchboardError(.refused, "edit refused (injected)") }
         try await updateOwnMessage(target, in: conversation, body: ["body": .string(text)], what: "edit")
     }
 
     /// Soft-deletes (sets `deleted_at`), so delta sync carries the deletion; the server enforces the 2-hour window.
     public func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
-        if configuration.faults?.refusesDeletes == true { throw SwitchboardError(.refused, "delete refused (injected)") }
         try await updateOwnMessage(target, in: conversation,
                                    body: ["deleted_at": .string(SupabaseTimestamp.format(Date()))], what: "delete")
     }
@@ -408,7 +392,6 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// conversation can never change a row of another); when no row changed, says why.
     private func updateOwnMessage(_ target: RemoteID, in conversation: ConversationID, body: JSONValue,
                                   what: String) async throws {
-        if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
         try Self.requireConversationID(conversation)
         let rows = try await rest.write(.patch, "messages",
                                         query: [("id", "eq.\(target.rawValue)"), ("conversation_id", "eq.\(conversation.rawValue)")],
@@ -433,7 +416,6 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// Sets the local user's `symbol` on `target` active or not (an upsert, so repeating it is harmless). The row
     /// names `conversation`, and the server refuses it when the message is in another one.
     public func setReaction(_ symbol: String, isActive: Bool, on target: RemoteID, in conversation: ConversationID) async throws {
-        if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
         try Self.requireConversationID(conversation)
         let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
                               "symbol": .string(symbol), "active": .bool(isActive),
@@ -445,7 +427,6 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// Upserts the local user's receipt (naming `conversation`, as a reaction does); the server never lets read step
     /// back to delivered.
     public func sendReceipt(_ state: ReceiptState, for target: RemoteID, in conversation: ConversationID) async throws {
-        if configuration.faults?.isOffline(localUser) == true { throw SwitchboardError(.transport, "offline (injected)", retryable: true) }
         try Self.requireConversationID(conversation)
         let row: JSONValue = ["message_id": .string(target.rawValue), "user_id": .string(localUser.rawValue),
                               "state": .string(state.rawValue), "conversation_id": .string(conversation.rawValue)]
@@ -464,9 +445,6 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// Uploads through a signed upload URL with progress; the attachment's location is `bucket/path`.
     public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
-        if configuration.faults?.uploadFails(attachment.filename, by: localUser) == true {
-            throw SwitchboardError(.transport, "upload of \(attachment.filename) failed (injected)", retryable: true)
-        }
         guard Int64(data.count) <= capabilities.maxAttachmentBytes else {
             throw SwitchboardError(.contentTooLarge, "\(attachment.filename) exceeds \(capabilities.maxAttachmentBytes) bytes")
         }

@@ -9,7 +9,6 @@ actor SupabaseRealtime {
     private let url: URL
     private let conversation: ConversationID
     private let localUser: UserID
-    private let faults: AdapterFaults?
     private let tokens: SupabaseTokenSource
     private var pushedToken: String?
     private var lastTokenCheck: Double = 0
@@ -18,20 +17,17 @@ actor SupabaseRealtime {
     private var machine: PhoenixClientChannel
     private var socket: WebSocketClient?
     private var generation = 0
-    private var dropObserver: UUID?
     private var tasks: [Task<Void, Never>] = []
-    private var held: AdapterEvent?
     private let started = ContinuousClock.now
 
     /// A live connection for `conversation` at the realtime `url`, yielding into `continuation`; with
     /// `skippingOwnMessages` its messages are subscribed without the local user's own.
     init(url: URL, conversation: ConversationID, localUser: UserID, skippingOwnMessages: Bool = false,
-         tokens: SupabaseTokenSource, faults: AdapterFaults?, continuation: AsyncStream<AdapterEvent>.Continuation) {
+         tokens: SupabaseTokenSource, continuation: AsyncStream<AdapterEvent>.Continuation) {
         self.tokens = tokens
         self.url = url
         self.conversation = conversation
         self.localUser = localUser
-        self.faults = faults
         self.continuation = continuation
         let inConversation = "conversation_id=eq.\(conversation.rawValue)"
         let othersOnly = inConversation + ",sender_id=neq." + SupabaseRows.quotedFilterValue(localUser.rawValue)
@@ -53,9 +49,6 @@ actor SupabaseRealtime {
         let token = await tokens.current()
         pushedToken = token
         perform(machine.handle(.tokenChanged(token)))
-        if let faults {
-            dropObserver = faults.addDropObserver { [weak self] in Task { await self?.dropSocket() } }
-        }
         perform(machine.handle(.start))
         tasks.append(Task { [weak self] in
             while !Task.isCancelled {
@@ -67,8 +60,6 @@ actor SupabaseRealtime {
 
     /// Leaves the channel, closes the socket and stops reconnecting.
     func stop() async {
-        if let dropObserver { faults?.removeObserver(dropObserver) }
-        dropObserver = nil
         perform(machine.handle(.stop))
         for task in tasks { task.cancel() }
         tasks = []
@@ -144,13 +135,6 @@ actor SupabaseRealtime {
         }
     }
 
-    /// Cuts the open socket (an injected fault); the channel notices the close and reconnects.
-    private func dropSocket() async {
-        guard let socket, machine.phase == .joined || machine.phase == .joining else { return }
-        faults?.recordCut()
-        await socket.close(code: .goingAway, reason: "fault: drop")
-    }
-
     private func reconnectDue() async {
         let token = await tokens.current()
         pushedToken = token
@@ -161,10 +145,6 @@ actor SupabaseRealtime {
     private func open() {
         generation += 1
         let current = generation
-        if faults?.isOffline(localUser) == true {
-            perform(machine.handle(.socketClosed(reason: "offline")))
-            return
-        }
         let client = WebSocketClient()
         socket = client
         let url = self.url
@@ -223,7 +203,7 @@ actor SupabaseRealtime {
             guard let table = data["table"]?.stringValue, let type = data["type"]?.stringValue,
                   type == "INSERT" || type == "UPDATE", let record = data["record"],
                   let change = SupabaseRows.change(table: table, row: record) else { return }
-            deliver(.change(change))
+            continuation.yield(.change(change))
         case "presence_state":
             roster.applyState(message.payload)
         case "presence_diff":
@@ -236,25 +216,5 @@ actor SupabaseRealtime {
         default:
             return
         }
-    }
-
-    /// Yields a change, applying the duplicate / reorder faults when set.
-    private func deliver(_ event: AdapterEvent) {
-        if faults?.reordersDeliveries == true {
-            if let first = held {
-                held = nil
-                continuation.yield(event)
-                continuation.yield(first)
-            } else {
-                held = event
-            }
-            return
-        }
-        if let first = held {
-            held = nil
-            continuation.yield(first)
-        }
-        continuation.yield(event)
-        if faults?.duplicatesDeliveries == true { continuation.yield(event) }
     }
 }

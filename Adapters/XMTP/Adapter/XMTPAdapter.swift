@@ -30,8 +30,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         public var databasePath: String
         /// This backend's name in ID mappings.
         public var backend: BackendID = "xmtp"
-        /// Faults to inject (conformance tests only).
-        public var faults: AdapterFaults?
         /// Publish attempts before a message is `Failed` (libxmtp: 3).
         public var maxPublishAttempts = 3
 
@@ -103,13 +101,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         return cipher
     }
 
-    /// Throws a retryable transport error while the local user is cut off (injected fault).
-    private func requireOnline() throws {
-        if configuration.faults?.isOffline(localUser) == true {
-            throw SwitchboardError(.transport, "offline (injected)", retryable: true)
-        }
-    }
-
     // MARK: prepare / publish
 
     /// Builds the content and its derived ID without the network; stores the row (Unpublished) and, unless
@@ -153,13 +144,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// libxmtp's `publishMessage(id)`: no-op when Published; else sends the intent's stored envelope (sealed
     /// once), counts the attempt, then syncs the group to read it back (Published with the node's time).
     public func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        let (fault, delay) = configuration.faults?.nextPublish(by: localUser) ?? (.none, .zero)
-        if delay > .zero { try await Task.sleep(for: delay) }
-        return try await publish(prepared, fault: fault)
-    }
-
-    /// Publishes under an already drawn fault (control messages draw none).
-    private func publish(_ prepared: PreparedMessage, fault: AdapterFaults.PublishFault) async throws -> PublishReceipt {
         let conversation = prepared.conversation
         let group = try groupID(conversation)
         var row: XMTPMessageRow
@@ -183,8 +167,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         if intent.state == .error { intent.publishAttempts = 0 }
         intent.publishAttempts += 1
         do {
-            if fault == .fail { throw SwitchboardError(.transport, "publish failed (injected)", retryable: true) }
-            try requireOnline()
             try await node.send(envelope: intent.data, shouldPush: !row.isControl)
         } catch {
             let exhausted = intent.publishAttempts >= Int64(configuration.maxPublishAttempts)
@@ -193,9 +175,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
             throw SwitchboardError.wrapping(error)
         }
         try store.updateIntent(intent.id, state: .published, attempts: intent.publishAttempts)
-        if fault == .loseResponse {
-            throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
-        }
         try await syncGroup(conversation)
         let stored = try store.message(row.id)
         let time = stored?.status == .published ? stored.map { XMTPMessageMapping.date(ns: $0.sentAtNs) } : nil
@@ -223,7 +202,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
             guard let row = try store.message(intent.messageID) else { continue }
             let payload = XMTPPreparedPayload(groupID: row.groupID, key: row.idempotencyKey, content: row.content, sentAtNs: row.sentAtNs)
             _ = try await publish(PreparedMessage(id: MessageID(row.idempotencyKey), conversation: conversation,
-                                                  remoteID: RemoteID(row.id), payload: payload.data), fault: .none)
+                                                  remoteID: RemoteID(row.id), payload: payload.data))
         }
     }
 
@@ -238,14 +217,13 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
 
     /// Sends a control message (edit, delete, reaction, receipt) as its own envelope under a fresh key.
     private func sendControl(_ content: XMTPEncodedContent, in conversation: ConversationID) async throws {
-        try requireOnline()
         let group = try groupID(conversation)
         let row = try prepareRow(content: content.encoded(), key: UUID().uuidString.lowercased(), conversation: conversation,
                                  groupID: group, noSend: false)
         let payload = XMTPPreparedPayload(groupID: row.groupID, key: row.idempotencyKey, content: row.content, sentAtNs: row.sentAtNs)
         do {
             _ = try await publish(PreparedMessage(id: MessageID(row.idempotencyKey), conversation: conversation,
-                                                  remoteID: RemoteID(row.id), payload: payload.data), fault: .none)
+                                                  remoteID: RemoteID(row.id), payload: payload.data))
         } catch {
             // The caller rolls back; a control message that never left must not go out later.
             if try store.message(row.id)?.status != .published { try? store.deleteLocally(row.id) }
@@ -352,7 +330,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
 
     /// The newest sequence of the group (`s:0` when empty).
     public func latestCursor(in conversation: ConversationID) async throws -> Cursor? {
-        try requireOnline()
         let newest = try await node.query(groupID: try groupID(conversation), ascending: false, cursor: 0, limit: 1)
         return Cursor("s:\(newest.first?.sequence ?? 0)")
     }
@@ -360,7 +337,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// Pages backwards by the node's sequence, storing every envelope; returns the page's content messages
     /// (current state, oldest first), their standing reactions, and the smallest sequence when the page was full.
     public func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
-        try requireOnline()
         let limit = max(1, min(limit, 100))
         let before = try Self.sequence(of: cursor)
         let envelopes = try await node.query(groupID: try groupID(conversation), ascending: false, cursor: before, limit: limit)
@@ -394,7 +370,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// reaches the part the group's sync cursor says is stored (what delta reads have read from the start), it
     /// counts that part locally.
     public func messageCount(in conversation: ConversationID) async throws -> Int {
-        try requireOnline()
         let group = try groupID(conversation)
         let hex = Digest.hex(group)
         let run = UUID()
@@ -435,7 +410,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// message an earlier sequence already carried) is not reported again; envelopes that could not be opened are
     /// not stored, so a local page may end at a later sequence than the node's would.
     public func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
-        try requireOnline()
         let limit = max(1, min(limit, Self.storedPageLimit))
         let after = try Self.sequence(of: cursor)
         let group = try groupID(conversation)
@@ -490,8 +464,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// change. `.connected` on every (re)open, `.disconnected` on a drop; reconnects forever with capped backoff.
     public func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> {
         let (stream, continuation) = AsyncStream<AdapterEvent>.makeStream(bufferingPolicy: .unbounded)
-        let live = XMTPLiveStream(adapter: self, conversation: conversation, faults: configuration.faults,
-                                  continuation: continuation)
+        let live = XMTPLiveStream(adapter: self, conversation: conversation, continuation: continuation)
         continuation.onTermination = { _ in Task { await live.stop() } }
         Task { await live.start() }
         return stream
@@ -501,7 +474,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
 
     /// Sends `editMessage{target, text}`; receivers apply it only from the target's sender within 15 minutes.
     public func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
-        if configuration.faults?.refusesEdits == true { throw SwitchboardError(.refused, "edit refused (injected)") }
         try checkTarget(target, in: conversation, verb: "edit", ownOnly: true)
         let edit = XMTPEditMessage(messageID: target.rawValue, editedContent: XMTPText(text).encoded())
         try await sendControl(edit.encoded(), in: conversation)
@@ -509,7 +481,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
 
     /// Sends `deleteMessage{target}`; receivers apply it only from the target's sender within 2 hours.
     public func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
-        if configuration.faults?.refusesDeletes == true { throw SwitchboardError(.refused, "delete refused (injected)") }
         try checkTarget(target, in: conversation, verb: "delete", ownOnly: true)
         try await sendControl(XMTPDeleteMessage(messageID: target.rawValue).encoded(), in: conversation)
     }
@@ -552,9 +523,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// with progress; the attachment's location is the download URL and its parameters the decryption secrets.
     public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
-        if configuration.faults?.uploadFails(attachment.filename, by: localUser) == true {
-            throw SwitchboardError(.transport, "upload of \(attachment.filename) failed (injected)", retryable: true)
-        }
         guard Int64(data.count) <= capabilities.maxAttachmentBytes else {
             throw SwitchboardError(.contentTooLarge, "\(attachment.filename) exceeds \(capabilities.maxAttachmentBytes) bytes")
         }

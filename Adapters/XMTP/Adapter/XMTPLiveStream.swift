@@ -4,46 +4,38 @@ import SwitchboardNet
 
 /// One conversation's live subscription: `subscribe-group-messages` read line by line, each envelope stored and
 /// reported as a change. Reconnects forever with capped jittered backoff, resuming after the last sequence it
-/// stored; honours `AdapterFaults` (drops, offline users, duplicated or reordered deliveries). Reports the run of
-/// sequences it stored without a gap to the adapter (`XMTPStreamCoverage`), so delta reads of it stay local.
+/// stored. Reports the run of sequences it stored without a gap to the adapter (`XMTPStreamCoverage`), so delta
+/// reads of it stay local.
 actor XMTPLiveStream {
     /// The most envelopes stored in one transaction when a burst arrives.
     static let batchLimit = 256
     /// The adapter whose node client and database the stream uses.
     private let adapter: XMTPAdapter
     private let conversation: ConversationID
-    private let faults: AdapterFaults?
     private let continuation: AsyncStream<AdapterEvent>.Continuation
     private var task: Task<Void, Never>?
     private var current: HTTPLineStream?
-    private var dropObserver: UUID?
     /// The last sequence stored (nil before the first connect).
     private var cursor: UInt64?
     /// This stream's key in the adapter's coverage.
     private let id = UUID()
     private var seen = Set<UInt64>()
     private var seenOrder: [UInt64] = []
-    private var held: AdapterEvent?
     private var isStopped = false
 
     /// The most sequences remembered for deduplication.
     private static let seenLimit = 4096
 
     /// A stream for `conversation` through `adapter`, yielding into `continuation`.
-    init(adapter: XMTPAdapter, conversation: ConversationID, faults: AdapterFaults?,
-         continuation: AsyncStream<AdapterEvent>.Continuation) {
+    init(adapter: XMTPAdapter, conversation: ConversationID, continuation: AsyncStream<AdapterEvent>.Continuation) {
         self.adapter = adapter
         self.conversation = conversation
-        self.faults = faults
         self.continuation = continuation
     }
 
-    /// Starts the connect loop (and listens for injected drops).
+    /// Starts the connect loop.
     func start() {
         guard !isStopped, task == nil else { return }
-        if let faults {
-            dropObserver = faults.addDropObserver { [weak self] in Task { await self?.cut() } }
-        }
         task = Task { await self.run() }
     }
 
@@ -51,98 +43,83 @@ actor XMTPLiveStream {
     func stop() {
         isStopped = true
         adapter.coverage.withLock { $0.ended(id) }
-        if let dropObserver { faults?.removeObserver(dropObserver) }
-        dropObserver = nil
         task?.cancel()
         task = nil
         current?.cancel()
         current = nil
     }
 
-    /// Cuts the open subscription (an injected fault); the loop notices and reconnects.
-    private func cut() {
-        guard let current else { return }
-        faults?.recordCut()
-        current.cancel()
-        self.current = nil
-    }
-
-    /// The connect loop: subscribe, read lines until the stream ends or is cut, back off, repeat.
+    /// The connect loop: subscribe, read lines until the stream ends or fails, back off, repeat.
     private func run() async {
         var failures = 0
         var wasConnected = false
         while !Task.isCancelled && !isStopped {
             var reason = "stream ended"
-            if faults?.isOffline(adapter.localUser) == true {
-                reason = "offline"
-            } else {
-                do {
-                    let group = try adapter.groupID(conversation)
-                    if cursor == nil {
-                        let newest = try await adapter.node.query(groupID: group, ascending: false, cursor: 0, limit: 1)
-                        cursor = newest.first?.sequence ?? 0
-                    }
-                    let stream = try await adapter.node.subscribe(groupID: group, cursor: cursor ?? 0)
-                    if isStopped || Task.isCancelled {
-                        stream.cancel()
-                        return
-                    }
-                    let hex = Digest.hex(group), id = self.id, after = cursor ?? 0
-                    adapter.coverage.withLock { $0.subscribed(id, group: hex, after: after) }
-                    current = stream
-                    wasConnected = true
-                    failures = 0
-                    continuation.yield(.connection(.connected))
-                    reading: for try await line in stream {
-                        // A burst of envelopes already received is stored in one transaction.
-                        var envelopes: [XMTPNodeEnvelope] = []
-                        var failure: String?
-                        var last = cursor ?? 0
-                        var batch = Set<UInt64>()
-                        for line in [line] + stream.bufferedLines(limit: Self.batchLimit - 1) {
-                            if line.isEmpty { continue }
-                            guard let json = JSONValue.parseOrNil(line) else {
-                                unreadable()
-                                continue
-                            }
-                            guard let result = json["result"] else {
-                                failure = json["error"]?["message"]?.stringValue ?? json["message"]?.stringValue ?? "stream error"
-                                break
-                            }
-                            guard let envelope = XMTPNodeEnvelope(json: result) else {
-                                unreadable()
-                                continue
-                            }
-                            last = max(last, envelope.sequence)
-                            if !seen.contains(envelope.sequence), batch.insert(envelope.sequence).inserted { envelopes.append(envelope) }
+            do {
+                let group = try adapter.groupID(conversation)
+                if cursor == nil {
+                    let newest = try await adapter.node.query(groupID: group, ascending: false, cursor: 0, limit: 1)
+                    cursor = newest.first?.sequence ?? 0
+                }
+                let stream = try await adapter.node.subscribe(groupID: group, cursor: cursor ?? 0)
+                if isStopped || Task.isCancelled {
+                    stream.cancel()
+                    return
+                }
+                let hex = Digest.hex(group), id = self.id, after = cursor ?? 0
+                adapter.coverage.withLock { $0.subscribed(id, group: hex, after: after) }
+                current = stream
+                wasConnected = true
+                failures = 0
+                continuation.yield(.connection(.connected))
+                reading: for try await line in stream {
+                    // A burst of envelopes already received is stored in one transaction.
+                    var envelopes: [XMTPNodeEnvelope] = []
+                    var failure: String?
+                    var last = cursor ?? 0
+                    var batch = Set<UInt64>()
+                    for line in [line] + stream.bufferedLines(limit: Self.batchLimit - 1) {
+                        if line.isEmpty { continue }
+                        guard let json = JSONValue.parseOrNil(line) else {
+                            unreadable()
+                            continue
                         }
-                        if !envelopes.isEmpty {
-                            do {
-                                let changes = try adapter.ingest(envelopes, in: conversation)
-                                for envelope in envelopes { remember(envelope.sequence) }
-                                for change in changes { deliver(.change(change)) }
-                            } catch {
-                                // Resubscribed after the last sequence stored, the node replays these.
-                                reason = "storing an envelope failed: \(error)"
-                                break reading
-                            }
+                        guard let result = json["result"] else {
+                            failure = json["error"]?["message"]?.stringValue ?? json["message"]?.stringValue ?? "stream error"
+                            break
                         }
-                        cursor = last
-                        adapter.coverage.withLock { $0.stored(id, through: last) }
-                        if let failure {
-                            reason = failure
+                        guard let envelope = XMTPNodeEnvelope(json: result) else {
+                            unreadable()
+                            continue
+                        }
+                        last = max(last, envelope.sequence)
+                        if !seen.contains(envelope.sequence), batch.insert(envelope.sequence).inserted { envelopes.append(envelope) }
+                    }
+                    if !envelopes.isEmpty {
+                        do {
+                            let changes = try adapter.ingest(envelopes, in: conversation)
+                            for envelope in envelopes { remember(envelope.sequence) }
+                            for change in changes { continuation.yield(.change(change)) }
+                        } catch {
+                            // Resubscribed after the last sequence stored, the node replays these.
+                            reason = "storing an envelope failed: \(error)"
                             break reading
                         }
                     }
-                } catch {
-                    reason = String(describing: error)
+                    cursor = last
+                    adapter.coverage.withLock { $0.stored(id, through: last) }
+                    if let failure {
+                        reason = failure
+                        break reading
+                    }
                 }
-                current?.cancel()
-                current = nil
+            } catch {
+                reason = String(describing: error)
             }
+            current?.cancel()
+            current = nil
             if isStopped || Task.isCancelled { return }
             if wasConnected {
-                flushHeld()
                 continuation.yield(.connection(.disconnected(reason: reason)))
                 wasConnected = false
             }
@@ -167,30 +144,5 @@ actor XMTPLiveStream {
     private func unreadable() {
         let id = self.id
         adapter.coverage.withLock { $0.ended(id) }
-    }
-
-    /// Yields a change, applying the duplicate / reorder faults when set.
-    private func deliver(_ event: AdapterEvent) {
-        if faults?.reordersDeliveries == true {
-            if let first = held {
-                held = nil
-                continuation.yield(event)
-                continuation.yield(first)
-            } else {
-                held = event
-            }
-            return
-        }
-        flushHeld()
-        continuation.yield(event)
-        if faults?.duplicatesDeliveries == true { continuation.yield(event) }
-    }
-
-    /// Yields the event held back by the reorder fault, if any.
-    private func flushHeld() {
-        if let first = held {
-            held = nil
-            continuation.yield(first)
-        }
     }
 }
