@@ -8,6 +8,7 @@ public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertib
             case emptyMessage, contentTooLarge, unknownMessage, unknownConversation, editWindowExpired
             case deleteWindowExpired, notSupported, alreadyPublished, refused, transport, storage
             case corruptStore, invalidArgument, notFound, unauthorized, cancelled, notOwner, conflict, forbidden
+            case `internal`
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -50,6 +51,9 @@ public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertib
         public static let notOwner = Code(.notOwner)
         /// The change conflicts with existing state.
         public static let conflict = Code(.conflict)
+        /// A failure nothing classified where it was raised (a bug, or an error from code that does not say what
+        /// it means); its message carries the original description. Never retryable.
+        public static let `internal` = Code(.internal)
 
         /// The code's name.
         public var description: String { base.rawValue }
@@ -77,10 +81,21 @@ public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertib
     /// The same as `description`, for Foundation.
     public var errorDescription: String? { description }
 
-    /// Wraps any error, keeping a `SwitchboardError` as it is and treating others as retryable transport failures.
+    /// Wraps any error: a `SwitchboardError` stays as it is, an error that classifies itself
+    /// (`SwitchboardErrorConvertible`) gives its own classification, others are treated as retryable transport
+    /// failures.
     public static func wrapping(_ error: any Error) -> SwitchboardError {
         if let error = error as? SwitchboardError { return error }
         if error is CancellationError { return SwitchboardError(.cancelled, "cancelled", retryable: true) }
+        if let error = error as? any SwitchboardErrorConvertible { return error.switchboardError }
         return SwitchboardError(.transport, String(describing: error), retryable: true)
     }
+}
+
+/// An error type that says what it means for Switchboard where it is raised: its code and whether a retry can help.
+///
+/// `SwitchboardError.wrapping` asks it, so an error keeps the meaning its source gave it wherever it is caught.
+public protocol SwitchboardErrorConvertible: Error {
+    /// The public error for this failure.
+    var switchboardError: SwitchboardError { get }
 }

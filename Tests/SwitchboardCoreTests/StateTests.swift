@@ -263,7 +263,7 @@ struct SwitchboardErrorTests {
         let codes: [SwitchboardError.Code] = [.emptyMessage, .contentTooLarge, .unknownMessage, .unknownConversation,
                                               .editWindowExpired, .deleteWindowExpired, .notSupported, .alreadyPublished,
                                               .refused, .transport, .storage, .corruptStore, .invalidArgument, .notFound,
-                                              .unauthorized, .cancelled, .notOwner, .conflict]
+                                              .unauthorized, .cancelled, .notOwner, .conflict, .forbidden, .internal]
         #expect(Set(codes).count == codes.count)
         #expect(SwitchboardError.Code.refused == .refused)
     }
@@ -299,4 +299,19 @@ struct SwitchboardErrorTests {
         #expect(decoding.isRetryable)
         #expect(decoding.message.contains("bad"))
     }
+
+    @Test("wrapping asks an error that classifies itself", arguments: [
+        SwitchboardError(.transport, "reset", retryable: true, retryAfter: .seconds(3)),
+        SwitchboardError(.storage, "disk full"),
+    ])
+    func wrappingConvertible(classification: SwitchboardError) {
+        #expect(SwitchboardError.wrapping(SelfClassified(classification: classification)) == classification)
+    }
+}
+
+/// An error that says what it means itself.
+private struct SelfClassified: SwitchboardErrorConvertible {
+    /// What it says.
+    let classification: SwitchboardError
+    var switchboardError: SwitchboardError { classification }
 }
