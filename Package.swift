@@ -23,7 +23,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "SwitchboardCore", path: "Sources/SwitchboardCore"),
-        .target(name: "SwitchboardPostgres", dependencies: ["CLibPQ"], path: "Sources/SwitchboardPostgres"),
+        .target(name: "SwitchboardPostgres", dependencies: ["CLibPQ", "SwitchboardCore"], path: "Sources/SwitchboardPostgres"),
         .target(name: "SwitchboardNet", dependencies: ["CCurl", "CCivetweb", "COpenSSL", "SwitchboardCore"],
                 path: "Sources/SwitchboardNet"),
         .target(name: "SwitchboardSQLite", dependencies: ["CSQLite", "SwitchboardCore"], path: "Sources/SwitchboardSQLite"),

@@ -131,7 +131,8 @@ final class XMTPLocalStore: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with the connection under the lock, mapping SQLite failures to `storage` errors.
+    /// Runs `body` with the connection under the lock; a SQLite failure keeps the classification of its result code
+    /// (only a busy or locked database is retryable), anything else is a non-retryable `storage` error.
     private func with<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
@@ -139,8 +140,10 @@ final class XMTPLocalStore: @unchecked Sendable {
             return try body(db)
         } catch let error as SwitchboardError {
             throw error
+        } catch let error as SQLiteError {
+            throw SwitchboardError(error.switchboardCode, "XMTP adapter database: \(error)", retryable: error.isTransient)
         } catch {
-            throw SwitchboardError(.storage, "XMTP adapter database: \(error)", retryable: true)
+            throw SwitchboardError(.storage, "XMTP adapter database: \(error)")
         }
     }
 
