@@ -30,7 +30,8 @@ public struct HTTPLineStream: AsyncSequence, Sendable {
     public func ensureSuccess() throws(HTTPClientError) -> HTTPLineStream {
         guard isSuccess else {
             cancel()
-            throw HTTPClientError(unsuccessfulStatus: status)
+            throw HTTPClientError(unsuccessfulStatus: status,
+                                  retryAfter: HTTPResponse(status: status, headers: headers).retryAfter())
         }
         return self
     }

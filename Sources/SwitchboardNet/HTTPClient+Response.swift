@@ -19,10 +19,11 @@ public struct HTTPResponse: Sendable, Hashable {
     /// Whether the status is in 200–299.
     public var isSuccess: Bool { (200..<300).contains(status) }
 
-    /// Returns the response when its status is 2xx, else throws an `HTTPClientError` carrying the status.
+    /// Returns the response when its status is 2xx, else throws an `HTTPClientError` carrying the status and the
+    /// answer's `Retry-After`.
     @discardableResult
     public func ensureSuccess() throws(HTTPClientError) -> HTTPResponse {
-        guard isSuccess else { throw HTTPClientError(unsuccessfulStatus: status) }
+        guard isSuccess else { throw HTTPClientError(unsuccessfulStatus: status, retryAfter: retryAfter()) }
         return self
     }
 }

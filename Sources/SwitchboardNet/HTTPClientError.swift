@@ -42,14 +42,18 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public let detail: String?
     /// The HTTP status of the response, when one arrived.
     public let status: Int?
+    /// How long the server asked to wait before a retry (its `Retry-After`), when an unsuccessful status said.
+    public let retryAfter: Duration?
 
     /// Builds an error from its parts.
-    public init(code: Code, curlCode: Int = 0, message: String, detail: String? = nil, status: Int? = nil) {
+    public init(code: Code, curlCode: Int = 0, message: String, detail: String? = nil, status: Int? = nil,
+                retryAfter: Duration? = nil) {
         self.code = code
         self.curlCode = curlCode
         self.message = message
         self.detail = detail
         self.status = status
+        self.retryAfter = retryAfter
     }
 
     /// A transfer curl ended with `curlCode`, its message taken from `curl_easy_strerror`.
@@ -59,9 +63,9 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
                   detail: detail.flatMap { $0.isEmpty ? nil : $0 }, status: status)
     }
 
-    /// A completed exchange whose status is not 2xx.
-    init(unsuccessfulStatus status: Int) {
-        self.init(code: .unsuccessfulStatus, message: "HTTP status \(status)", status: status)
+    /// A completed exchange whose status is not 2xx; `retryAfter` is the answer's `Retry-After`.
+    init(unsuccessfulStatus status: Int, retryAfter: Duration? = nil) {
+        self.init(code: .unsuccessfulStatus, message: "HTTP status \(status)", status: status, retryAfter: retryAfter)
     }
 
     /// Whether curl gave up because a time limit passed (`CURLE_OPERATION_TIMEDOUT`, 28), including the low-speed limit.

@@ -54,7 +54,8 @@ public actor SupabasePasswordSession {
         return token
     }
 
-    /// `POST /auth/v1/token?grant_type=<type>`; a refusal (4xx) is `unauthorized` with GoTrue's message.
+    /// `POST /auth/v1/token?grant_type=<type>`; a refusal (4xx) is `unauthorized` with GoTrue's message, a rate
+    /// limit (429), a timeout (408), a server failure (5xx) or an unreadable answer a retryable `transport` error.
     private func grant(_ type: String, _ body: [String: JSONValue]) async throws -> JSONValue {
         var components = URLComponents(url: baseURL.appendingPathComponent("auth/v1/token"), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "grant_type", value: type)]
@@ -63,13 +64,26 @@ public actor SupabasePasswordSession {
                                   headers: ["apikey": apiKey, "Content-Type": "application/json"],
                                   body: Data(JSONValue.object(body.sorted { $0.key < $1.key }).serialized.utf8),
                                   timeout: .seconds(30))
-        let response = try await http.send(request)
+        let response: HTTPResponse
+        do {
+            response = try await http.send(request)
+        } catch let error as HTTPClientError {
+            let classified = error.switchboardError  // a transfer that failed: retryable transport
+            throw SwitchboardError(classified.code, "sign-in as \(email) failed: \(error)", retryable: classified.isRetryable)
+        }
         let json = JSONValue.parseOrNil(response.body)
         guard response.isSuccess, let json else {
             let message = (json?["msg"]?.stringValue ?? json?["message"]?.stringValue).map { ServerErrorText.oneLine($0) }
                 ?? "HTTP \(response.status): \(ServerErrorText.oneLine(response.body))"
-            let code: SwitchboardError.Code = (400..<500).contains(response.status) ? .unauthorized : .transport
-            throw SwitchboardError(code, "sign-in as \(email) failed: \(message)")
+            switch response.status {
+            case 408, 429, 500..., 200..<300:
+                throw SwitchboardError(.transport, "sign-in as \(email) failed: \(message)", retryable: true,
+                                       retryAfter: response.retryAfter())
+            case 400..<500:
+                throw SwitchboardError(.unauthorized, "sign-in as \(email) failed: \(message)")
+            default:
+                throw SwitchboardError(.transport, "sign-in as \(email) failed: \(message)")
+            }
         }
         return json
     }
