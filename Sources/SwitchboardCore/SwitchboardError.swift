@@ -81,20 +81,23 @@ public struct SwitchboardError: Error, Sendable, Hashable, CustomStringConvertib
     /// The same as `description`, for Foundation.
     public var errorDescription: String? { description }
 
-    /// Wraps any error: a `SwitchboardError` stays as it is, an error that classifies itself
-    /// (`SwitchboardErrorConvertible`) gives its own classification, others are treated as retryable transport
-    /// failures.
+    /// The public form of any error, as classified where it was raised: a `SwitchboardError` stays as it is, a
+    /// `CancellationError` is a retryable `cancelled`, an error that classifies itself
+    /// (`SwitchboardErrorConvertible`: SQLite, PostgreSQL, HTTP client and WebSocket errors) gives its own
+    /// classification, and anything else is a non-retryable `internal` error carrying its description: an error
+    /// nobody classified is never retried as if the network had blinked.
     public static func wrapping(_ error: any Error) -> SwitchboardError {
         if let error = error as? SwitchboardError { return error }
         if error is CancellationError { return SwitchboardError(.cancelled, "cancelled", retryable: true) }
         if let error = error as? any SwitchboardErrorConvertible { return error.switchboardError }
-        return SwitchboardError(.transport, String(describing: error), retryable: true)
+        return SwitchboardError(.internal, String(describing: error))
     }
 }
 
 /// An error type that says what it means for Switchboard where it is raised: its code and whether a retry can help.
 ///
-/// `SwitchboardError.wrapping` asks it, so an error keeps the meaning its source gave it wherever it is caught.
+/// The low-level clients' errors conform (SQLite by result code, PostgreSQL by SQLSTATE, the HTTP client by curl
+/// code and status, WebSocket by failure kind), so `SwitchboardError.wrapping` classifies them as their source does.
 public protocol SwitchboardErrorConvertible: Error {
     /// The public error for this failure.
     var switchboardError: SwitchboardError { get }

@@ -286,17 +286,17 @@ struct SwitchboardErrorTests {
         #expect(wrapped.isRetryable)
     }
 
-    @Test("wrapping turns any other error into a retryable transport error describing it")
+    @Test("wrapping turns an error nothing classified into a non-retryable internal error describing it")
     func wrappingOther() {
         let wrapped = SwitchboardError.wrapping(Boom())
-        #expect(wrapped.code == .transport)
-        #expect(wrapped.isRetryable)
+        #expect(wrapped.code == .internal)
+        #expect(!wrapped.isRetryable)
         #expect(wrapped.message == "boom happened")
-        #expect(wrapped.description == "transport: boom happened")
+        #expect(wrapped.description == "internal: boom happened")
 
         let decoding = SwitchboardError.wrapping(DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bad")))
-        #expect(decoding.code == .transport)
-        #expect(decoding.isRetryable)
+        #expect(decoding.code == .internal)
+        #expect(!decoding.isRetryable)
         #expect(decoding.message.contains("bad"))
     }
 

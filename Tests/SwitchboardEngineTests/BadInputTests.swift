@@ -86,7 +86,7 @@ struct BadInputTests {
         }
     }
 
-    @Test("an adapter that throws before publishing leaves the message failed and retryable, never lost")
+    @Test("an adapter that throws an error nobody classified before publishing: failed at once, not retried, never lost")
     func adapterThrowsBeforePublish() async throws {
         try await withHarness { h in
             let wrapped = WrappedAdapter(h.backend.makeAdapter(for: h.alice))
@@ -94,18 +94,19 @@ struct BadInputTests {
             let alice = try await h.opened(h.alice, store: "alice", adapter: wrapped)
             let message = try await alice.send("fragile", in: h.room)
             try #require(await eventually { try await alice.delivery(message.id)?.isFailed == true })
-            #expect(try await alice.delivery(message.id)?.isRetryableFailure == true)
-            #expect(wrapped.publishCalls == Harness.fastRetry.maxAttempts)
+            // Not a network blink: retrying the same call would throw the same, so the outbox does not.
+            #expect(try await alice.delivery(message.id) == .failed(reason: "the adapter exploded", retryable: false))
+            #expect(wrapped.publishCalls == 1)
             #expect(try await alice.message(message.id)?.content.text == "fragile")
             await #expect(try alice.outboxEntry(message.id)?.status == .failed)
             #expect(try await alice.timeline(of: h.room).map(\.id) == [message.id])
             #expect(h.rows.isEmpty)
 
-            // Still there after a restart, still failed, still retryable.
+            // Still there after a restart, still failed; a user's retry (the adapter fixed) sends it once.
             await alice.stop()
             let fixed = WrappedAdapter(h.backend.makeAdapter(for: h.alice))
             let again = try await h.opened(h.alice, store: "alice", adapter: fixed)
-            #expect(try await again.delivery(message.id)?.isRetryableFailure == true)
+            #expect(try await again.delivery(message.id)?.isFailed == true)
             try await again.retry(message.id)
             try #require(await eventually { try await again.isPublished(message.id) })
             #expect(h.rows(key: message.id).count == 1)
@@ -113,16 +114,20 @@ struct BadInputTests {
         }
     }
 
-    @Test("an adapter that throws after the backend stored the message: failed, then one row after retry",
+    @Test("an adapter that fails with a transport error after the backend stored the message: retried, failed, then one row after retry",
           arguments: IDScheme.allCases)
     func adapterThrowsAfterPublish(scheme: IDScheme) async throws {
         try await withHarness(scheme) { h in
             let wrapped = WrappedAdapter(h.backend.makeAdapter(for: h.alice))
-            wrapped.configure { $0.throwAfterPublish = true }
+            wrapped.configure {
+                $0.throwAfterPublish = true
+                $0.thrown = SwitchboardError(.transport, "the answer was lost", retryable: true)
+            }
             let alice = try await h.client(h.alice, adapter: wrapped)  // not opened: no echo comes to the rescue
             let message = try await alice.send("did it?", in: h.room)
             try #require(await eventually { try await alice.delivery(message.id)?.isFailed == true })
             #expect(try await alice.delivery(message.id)?.isRetryableFailure == true)
+            #expect(wrapped.publishCalls == Harness.fastRetry.maxAttempts)
             #expect(h.rows(key: message.id).count == 1, "every retry must land on the same row")
 
             wrapped.configure { $0.throwAfterPublish = false }

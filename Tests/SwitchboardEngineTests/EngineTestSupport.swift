@@ -105,6 +105,8 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     struct Knobs: Sendable {
         var throwBeforePublish = false
         var throwAfterPublish = false
+        /// What those throws throw: by default an error nobody classified (which is not retried).
+        var thrown: any Error = AdapterExploded()
         /// How long a publish takes to come back once the backend has the message; cancelling the caller does not
         /// shorten it (an answer already on its way over the network).
         var publishAnswerDelay: Duration = .zero
@@ -160,17 +162,17 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     }
 
     func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        let (before, after, answerDelay) = knobs.withLock { knobs in
+        let (before, after, answerDelay, thrown) = knobs.withLock { knobs in
             knobs.publishCalls += 1
-            return (knobs.throwBeforePublish, knobs.throwAfterPublish, knobs.publishAnswerDelay)
+            return (knobs.throwBeforePublish, knobs.throwAfterPublish, knobs.publishAnswerDelay, knobs.thrown)
         }
-        if before { throw AdapterExploded() }
+        if before { throw thrown }
         let receipt = try await inner.publish(prepared)
         if answerDelay > .zero {
             // A detached sleep: cancelling this call does not cut it short.
             await Task.detached { try? await Task.sleep(for: answerDelay) }.value
         }
-        if after { throw AdapterExploded() }
+        if after { throw thrown }
         return receipt
     }
 
