@@ -87,9 +87,11 @@ extension ChatClient {
         case .failed:
             try await retry(id)
         case .queued:
-            try await attemptPublish(entry, force: true)
-            if let failure = try await store.read({ tx in try tx.outboxEntry(id) })?.lastError, try await message(id)?.delivery.isPublished != true {
-                throw SwitchboardError(.transport, failure, retryable: true)
+            // The publish's failure as its source classified it (a retryable one is also retried by the outbox),
+            // unless the echo has meanwhile shown the message published.
+            if case .failed(let failure) = try await attemptPublish(entry, force: true),
+               try await message(id)?.delivery.isPublished != true {
+                throw failure
             }
         }
     }
@@ -256,7 +258,7 @@ extension ChatClient {
             let due = (try? await store.read { tx in try tx.dueOutbox(backend: backend, now: now, limit: 64) }) ?? []
             var attempted = false
             for entry in due where !Task.isCancelled && !inFlight.contains(entry.messageID) {
-                if (try? await attemptPublish(entry, force: false)) == true { attempted = true }
+                if let attempt = try? await attemptPublish(entry, force: false), attempt != .skipped { attempted = true }
             }
             if attempted { continue }
             // Nothing to do now: sleep until the next retry is due or someone wakes the worker
@@ -269,15 +271,26 @@ extension ChatClient {
         }
     }
 
+    /// What one publish attempt came to.
+    enum PublishAttempt: Equatable {
+        /// Not attempted: in flight already, not queued, held by noSend or not due.
+        case skipped
+        /// Published.
+        case published
+        /// The publish failed with this error (classified where it was raised); the outbox retries it when
+        /// retryable and attempts remain.
+        case failed(SwitchboardError)
+    }
+
     /// One publish attempt of one entry under its stored key; the outcome is persisted in one transaction.
     @discardableResult
-    func attemptPublish(_ entry: OutboxEntry, force: Bool) async throws -> Bool {
+    func attemptPublish(_ entry: OutboxEntry, force: Bool) async throws -> PublishAttempt {
         let id = entry.messageID
-        guard !inFlight.contains(id) else { return false }
+        guard !inFlight.contains(id) else { return .skipped }
         guard let current = try await store.read({ tx in try tx.outboxEntry(id) }), current.status == .queued,
-              let prepared = current.prepared else { return false }
-        if current.noSend && !force { return false }
-        if !force && current.nextAttemptAt > configuration.clock() { return false }
+              let prepared = current.prepared else { return .skipped }
+        if current.noSend && !force { return .skipped }
+        if !force && current.nextAttemptAt > configuration.clock() { return .skipped }
         inFlight.insert(id)
         defer { inFlight.remove(id) }
         // Read and changed in one transaction: an echo landing meanwhile (it marks the row sent) is never undone.
@@ -291,20 +304,18 @@ extension ChatClient {
         var machine = OutboxAttemptMachine(policy: configuration.retry, attempts: current.attempts)
         let action: OutboxAttemptMachine.Action
         var publishReceipt: PublishReceipt?
+        var failure: SwitchboardError?
         do {
             publishReceipt = try await adapter.publish(prepared)
             action = machine.publishSucceeded()
         } catch {
-            let failure = SwitchboardError.wrapping(error)
-            action = machine.publishFailed(failure, now: configuration.clock(), random: Double.random(in: 0...1))
-            if case .retry = action {
-                log(.warning, "publish of \(id) failed (will retry): \(failure)")
-            } else {
-                log(.error, "publish of \(id) failed; the message is marked failed: \(failure)")
-            }
+            let classified = SwitchboardError.wrapping(error)
+            failure = classified
+            log(.debug, "publish of \(id) failed: \(classified)")
+            action = machine.publishFailed(classified, now: configuration.clock(), random: Double.random(in: 0...1))
         }
-        try await finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
-        return true
+        try finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
+        return failure.map(PublishAttempt.failed) ?? .published
     }
 
     private func finishAttempt(_ id: MessageID, prepared: PreparedMessage, action: OutboxAttemptMachine.Action,
