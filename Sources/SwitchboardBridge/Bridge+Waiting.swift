@@ -8,17 +8,10 @@ extension Bridge {
     // MARK: - The quarantine
 
     /// Whether `error` is one no retry of the same change can fix (the change itself is refused), so the change is
-    /// held in the quarantine instead of stopping the pair; transport, storage, authentication and missing
-    /// conversation errors are the pair's, not the change's, and are retried.
+    /// held in the quarantine instead of stopping the pair (`BridgeDecision.failure` is `hold`); transport,
+    /// storage, authentication and missing conversation errors are the pair's, not the change's.
     static func isPermanent(_ error: any Error) -> Bool {
-        guard let error = error as? SwitchboardError, !error.isRetryable else { return false }
-        switch error.code {
-        case .conflict, .invalidArgument, .contentTooLarge, .emptyMessage, .refused, .notOwner, .notSupported,
-             .unknownMessage, .editWindowExpired, .deleteWindowExpired, .alreadyPublished, .notFound:
-            return true
-        default:
-            return false
-        }
+        BridgeDecision.failure(error) == .hold
     }
 
     /// Bridges one change; one that fails for a reason no retry can fix is held in the quarantine with that reason,

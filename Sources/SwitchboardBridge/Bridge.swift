@@ -162,8 +162,10 @@ public actor Bridge {
     /// failure is thrown once it is done.
     func catchUpPasses(_ direction: Direction) async throws -> BridgeStats {
         lastFailureWasDirectional = false
-        // Outside `run()` each catch-up tries a stopped direction again (and throws if it still fails).
+        // Outside `run()` each catch-up tries a stopped direction again (and throws if it still fails); under it,
+        // a catch-up whose every direction is stopped has nothing to do until a restart or reload.
         if signals == nil { stopped = [:] }
+        if stopped[a.backend] != nil, direction == .aToB || stopped[b.backend] != nil { return currentStats }
         if let failure = await checkAccess(direction) {
             // A side that stops its directions has said so; any other failure backs off like a failed catch-up.
             lastFailureWasDirectional = Self.stopsTheDirection(failure)
@@ -261,13 +263,15 @@ public actor Bridge {
             await abandonInFlight()
             failures.append(DirectionFailure(source: source.backend, error: error))
             if Self.stopsTheDirection(error) {
-                // No retry fixes it (credentials, access to a conversation, a conversation that is gone): the
-                // direction stops, saying which side failed, until the bridge is reconfigured or restarted.
+                // No retry fixes it (credentials, access to a conversation, a conversation that is gone, a full or
+                // damaged store): the direction stops, saying which side failed, until the bridge is reconfigured or
+                // restarted.
                 let culprit = await failingSide(of: source, to: target, after: error)
                 stopped[source.backend] = culprit
                 stats.lastError = "stopped \(source.name) → \(target.name): \(culprit)"
+                let fix = BridgeDecision.failure(error) == .stop(.store) ? "the store" : "the account or the config"
                 log(.error, "bridging \(source.name) → \(target.name) stopped, no retry can fix it: \(culprit); "
-                                  + "fix the account or the config and restart the bridge (or reload it)")
+                                  + "fix \(fix) and restart the bridge (or reload it)")
                 return PassResult(moved: false, hasMore: false)
             }
             stats.lastError = "\(source.name) → \(target.name): \(error)"
@@ -277,7 +281,7 @@ public actor Bridge {
             }
             let backoff = heldBack[source.backend]?.nextDelay ?? configuration.retryBase
             // A server that said how long to wait (`Retry-After` on a 429 or 503) is waited for at least that long.
-            let delay = max(backoff, (error as? SwitchboardError)?.retryAfter ?? .zero)
+            let delay = max(backoff, SwitchboardError.wrapping(error).retryAfter ?? .zero)
             heldBack[source.backend] = Backoff(until: ContinuousClock.now + delay,
                                                nextDelay: min(backoff * 2, configuration.retryCap))
             log(.warning, "bridging \(source.name) → \(target.name) failed (retrying in \(delay); the other direction "
@@ -319,21 +323,20 @@ public actor Bridge {
         return failure
     }
 
-    /// Whether a pass's failure is one no retry can fix: the account's credentials or its access to a conversation
-    /// (a change-level refusal is quarantined before it reaches the pass, so any other permanent error reaching it
-    /// came from reading the source or the store).
+    /// Whether a pass's failure is one no retry can fix (`BridgeDecision.failure` is not `retry`): the account's
+    /// credentials or its access to a conversation, a store that is full, read-only or damaged, any other
+    /// non-retryable error (a change-level refusal is quarantined before it reaches the pass, so any such error
+    /// reaching it came from reading the source or the store).
     static func stopsTheDirection(_ error: any Error) -> Bool {
-        guard let error = error as? SwitchboardError else { return false }
-        switch error.code {
-        case .unauthorized, .forbidden, .unknownConversation: return true
-        default: return isPermanent(error)
-        }
+        if case .retry = BridgeDecision.failure(error) { return false }
+        return true
     }
 
-    /// Which side a failure that stops a direction comes from, with its conversation and the error: each side is
-    /// asked whether it can still reach its conversation (`checkAccess`, `latestCursor`); when both can, the
-    /// failure came from a write, on `target`.
+    /// Which side a failure that stops a direction comes from, with its conversation and the error: a store failure
+    /// is the store's; otherwise each side is asked whether it can still reach its conversation (`checkAccess`,
+    /// `latestCursor`); when both can, the failure came from a write, on `target`.
     func failingSide(of source: BridgeSide, to target: BridgeSide, after error: any Error) async -> String {
+        if BridgeDecision.failure(error) == .stop(.store) { return "the store: \(error)" }
         for side in [source, target] {
             do {
                 try await (side.adapter as? any ConversationCheckingAdapter)?.checkAccess(to: side.conversation)
@@ -394,9 +397,17 @@ public actor Bridge {
             } catch where lastFailureWasDirectional {
                 // A direction failed: it backs off on its own (`guardedPass`) while the other goes on.
                 delay = configuration.retryBase
+            } catch where Self.stopsTheDirection(error) {
+                // The whole pair's, and no retry fixes it (a full or damaged store, say): every direction stops,
+                // as one that failed so would, until the bridge is restarted or reloaded.
+                let culprit = BridgeDecision.failure(error) == .stop(.store) ? "the store: \(error)" : "\(error)"
+                stopped[a.backend] = culprit
+                stopped[b.backend] = culprit
+                stats.lastError = "stopped: \(culprit)"
+                log(.error, "bridging stopped, no retry can fix it: \(culprit); fix it and restart the bridge (or reload it)")
             } catch {
                 stats.lastError = String(describing: error)
-                let wait = max(delay, (error as? SwitchboardError)?.retryAfter ?? .zero)
+                let wait = max(delay, SwitchboardError.wrapping(error).retryAfter ?? .zero)
                 log(.warning, "bridge pass failed (retrying in \(wait)): \(error)")
                 await pause(wait)
                 delay = min(delay * 2, configuration.retryCap)

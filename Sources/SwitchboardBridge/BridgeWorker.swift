@@ -361,7 +361,10 @@ public actor BridgeWorker {
                 }
             } catch {
                 note(error, pair: pair.name, doing: "taking the lease")
-                if ContinuousClock.now >= deadline { return "cannot take the lease: \(error)" }
+                // A store that is full, read-only or damaged stays so while we wait: only a retryable error waits.
+                if ContinuousClock.now >= deadline || !SwitchboardError.wrapping(error).isRetryable {
+                    return "cannot take the lease: \(error)"
+                }
             }
             await pause(configuration.leaseRetry)
         }
@@ -441,7 +444,9 @@ public actor BridgeWorker {
     /// Records and logs an error of the worker itself (not of a bridge pass).
     private func note(_ error: any Error, pair: String, doing: String) {
         statuses[pair]?.stats.lastError = "\(doing): \(error)"
-        log(.warning, pair: pair, "\(doing) failed: \(error)")
+        // The pair's loop tries again whatever the error (it is what keeps the pair running), but one no retry can
+        // fix is an error, not a warning: it needs someone to fix it.
+        log(SwitchboardError.wrapping(error).isRetryable ? .warning : .error, pair: pair, "\(doing) failed: \(error)")
     }
 
     /// Writes a line about `pair` to the logger, labelled `pair <name>`.

@@ -103,8 +103,8 @@ public struct MigrationReport: Sendable, Hashable {
     /// a copy made from the target, refused by the target, copied only as its fallback text); messages already
     /// present are counted in `alreadyPresent`, not listed.
     public var notCarried: [NotCarried] = []
-    /// Whether the run failed on an error no re-run fixes as things are (credentials, access to a conversation):
-    /// fix that first, then re-run.
+    /// Whether the run failed on an error no re-run fixes as things are (credentials, access to a conversation, a
+    /// full or damaged store: any error that is not retryable): fix that first, then re-run.
     public var errorIsPermanent = false
     /// The source's message count as estimated before copying, if it was.
     public var total: Int?
@@ -306,7 +306,8 @@ public actor Migration {
                 }
                 lastError = String(describing: error)
                 if Bridge.stopsTheDirection(error) {
-                    // Credentials, access to a conversation, a conversation that is gone: no retry fixes it.
+                    // Credentials, access to a conversation, a conversation that is gone, a full or damaged store, any
+                    // other error that is not retryable: no retry fixes it.
                     status = .failed
                     permanent = true
                     // The bridge's status names the side that failed and its conversation.
@@ -317,7 +318,7 @@ public actor Migration {
                     status = .failed
                     break
                 }
-                let wait = max(delay, (error as? SwitchboardError)?.retryAfter ?? .zero)
+                let wait = max(delay, SwitchboardError.wrapping(error).retryAfter ?? .zero)
                 log(.warning, "migration page failed (attempt \(attempt) of \(configuration.maxAttempts), "
                                   + "retrying in \(wait)): \(error)")
                 try? await Task.sleep(for: wait)

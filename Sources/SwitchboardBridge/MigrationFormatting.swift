@@ -52,8 +52,8 @@ extension MigrationReport {
             for item in notCarried { lines.append("    \(item.sourceRemoteID) (\(item.id)): \(item.reason.text)") }
         }
         if status == .failed, errorIsPermanent {
-            lines.append("  no retry can fix this error: fix the account, its access or the conversation named above, "
-                         + "then re-run the same command to resume from the last checkpoint")
+            lines.append("  no retry can fix this error: fix what it names (the account, its access, the conversation "
+                         + "or the store), then re-run the same command to resume from the last checkpoint")
         } else if status != .completed {
             lines.append("  re-run the same command to resume from the last checkpoint")
         }
