@@ -26,7 +26,9 @@ extension Bridge {
     }
 
     /// Sets `change` aside in the quarantine (replacing an older version of it), and logs it.
-    func hold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide, because error: any Error) async throws {
+    func hold(_ change: RemoteChange, from source: BridgeSide, to target: BridgeSide, because failure: any Error) async throws {
+        // The reason as classified (`code: message`), also for an error that is not a `SwitchboardError`.
+        let error = SwitchboardError.wrapping(failure)
         let subject = BridgeQuarantine.Subject(source: source.backend, change: change)
         try await quarantine.hold(change, from: source.backend, reason: String(describing: error))
         held.removeAll { $0 == subject }

@@ -115,18 +115,22 @@ extension BridgeDirectionTests {
     }
 }
 
-/// A memory adapter whose publishes fail (retryably) while `closed`; everything else is delegated.
+/// A memory adapter whose publishes fail (retryably, unless told otherwise) while `closed`; everything else is
+/// delegated.
 final class PublishGate: ChatAdapter, Sendable {
     private let inner: MemoryAdapter
     private let state = Mutex(false)
     private let reads = Mutex(0)
-    private let failure: SwitchboardError
+    private let refusals = Mutex(0)
+    private let failure: any Error
 
     /// How many change pages were read through the gate.
     var changeReads: Int { reads.withLock { $0 } }
+    /// How many publishes the closed gate refused.
+    var refusedPublishes: Int { refusals.withLock { $0 } }
 
     /// Wraps `inner`; a publish while closed throws `failure`.
-    init(_ inner: MemoryAdapter, failure: SwitchboardError = SwitchboardError(.transport, "the gate is closed", retryable: true)) {
+    init(_ inner: MemoryAdapter, failure: any Error = SwitchboardError(.transport, "the gate is closed", retryable: true)) {
         self.inner = inner
         self.failure = failure
     }
@@ -145,7 +149,10 @@ final class PublishGate: ChatAdapter, Sendable {
         try await inner.prepare(message, noSend: noSend)
     }
     func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
-        if closed { throw failure }
+        if closed {
+            refusals.withLock { $0 += 1 }
+            throw failure
+        }
         return try await inner.publish(prepared)
     }
     func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
