@@ -10,9 +10,7 @@ import Testing
 @Suite("Bridge directions are independent")
 struct BridgeDirectionTests {
     private func send(_ adapter: MemoryAdapter, _ text: String, in room: ConversationID) async throws {
-        let prepared = try await adapter.prepare(OutgoingMessage(id: .make(), conversation: room, sender: adapter.localUser,
-                                                                 text: text, createdAt: Date()), noSend: false)
-        _ = try await adapter.publish(prepared)
+        try await adapter.sendNow(text, in: room)
     }
 
 
@@ -112,6 +110,15 @@ extension BridgeDirectionTests {
                 "\(lines.messages)")
         await bridge.stop()
         await running.value
+    }
+}
+
+extension MemoryAdapter {
+    /// Sends `text` in `room` as the adapter's user, straight to its backend (no engine).
+    func sendNow(_ text: String, in room: ConversationID) async throws {
+        let prepared = try await prepare(OutgoingMessage(id: .make(), conversation: room, sender: localUser, text: text,
+                                                         createdAt: Date()), noSend: false)
+        _ = try await publish(prepared)
     }
 }
 

@@ -16,12 +16,6 @@ struct BridgeFailureTests {
         var description: String { "the adapter tripped over itself" }
     }
 
-    private func send(_ adapter: MemoryAdapter, _ text: String, in room: ConversationID) async throws {
-        let prepared = try await adapter.prepare(OutgoingMessage(id: .make(), conversation: room, sender: adapter.localUser,
-                                                                 text: text, createdAt: Date()), noSend: false)
-        _ = try await adapter.publish(prepared)
-    }
-
     @Test("a change whose publish throws an error nobody classified is held once, not retried, and the pair goes on")
     func unclassifiedErrorIsHeld() async throws {
         let pair = try BridgeTests.Pair()
@@ -29,8 +23,8 @@ struct BridgeFailureTests {
         let gate = PublishGate(pair.right.makeAdapter(for: "bridge"), failure: AdapterBug())
         gate.closed = true
         let bridge = try pair.bridge(towards: gate)
-        try await send(pair.alice, "alice 1", in: "room-left")
-        try await send(pair.bob, "bob 1", in: "room-right")
+        try await pair.alice.sendNow("alice 1", in: "room-left")
+        try await pair.bob.sendNow("bob 1", in: "room-right")
         try await bridge.catchUp()  // nothing thrown: the change is held, not the direction failed
         #expect(gate.refusedPublishes == 1, "the unclassified failure was retried")
         let held = try BridgeQuarantine(store: pair.store, a: "room-left", b: "room-right").entries()
@@ -52,7 +46,7 @@ struct BridgeFailureTests {
         let lines = LogLines()
         configuration.log = { lines.append($0) }
         let bridge = try pair.bridge(towards: pair.right.makeAdapter(for: "bridge"), configuration: configuration)
-        try await send(pair.alice, "alice 1", in: "room-left")
+        try await pair.alice.sendNow("alice 1", in: "room-left")
         // SQLite itself refuses every write from now on (SQLITE_READONLY): a retry cannot change that.
         try pair.store.write { transaction in
             let sqlite = try #require(transaction as? SQLiteTransaction)

@@ -30,9 +30,7 @@ struct BridgeWorkerTests {
 
     /// Sends `text` as the adapter's user.
     private func send(_ adapter: MemoryAdapter, _ text: String, in room: ConversationID) async throws {
-        let prepared = try await adapter.prepare(OutgoingMessage(id: .make(), conversation: room, sender: adapter.localUser,
-                                                                 text: text, createdAt: Date()), noSend: false)
-        _ = try await adapter.publish(prepared)
+        try await adapter.sendNow(text, in: room)
     }
 
 

@@ -66,6 +66,14 @@ struct StoreErrorTests {
         #expect(failure.switchboardError.isRetryable == retryable, "\(name)")
     }
 
+    /// Expects `error` to be `code`, retryable or not, with `detail` (the source's code or SQLSTATE) in its message.
+    static func expect(_ error: SwitchboardError?, _ code: SwitchboardError.Code, retryable: Bool, mentioning detail: String,
+                       sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
+        #expect(error?.isRetryable == retryable, "\(String(describing: error))", sourceLocation: sourceLocation)
+        #expect(error?.message.contains(detail) == true, "\(String(describing: error))", sourceLocation: sourceLocation)
+    }
+
     /// A message holding the same attachment twice: its second row breaks the attachments' primary key.
     static let twiceAttached: Message = {
         var message = Fixtures.message()
@@ -89,9 +97,7 @@ struct StoreErrorTests {
         let error = #expect(throws: SwitchboardError.self) {
             try store.write { try $0.upsertMessage(Self.twiceAttached) }
         }
-        #expect(error?.code == .conflict)
-        #expect(error?.isRetryable == false)
-        #expect(error?.message.contains("SQLite error 1555") == true, "\(String(describing: error))")
+        Self.expect(error, .conflict, retryable: false, mentioning: "SQLite error 1555")
         #expect(try store.read { try $0.message(Self.twiceAttached.id) } == nil)
     }
 
@@ -107,9 +113,7 @@ struct StoreErrorTests {
         let error = #expect(throws: SwitchboardError.self) {
             try store.write { try $0.insertNewMessage(Fixtures.message(text: big)) }
         }
-        #expect(error?.code == .storage)
-        #expect(error?.isRetryable == false)
-        #expect(error?.message.contains("SQLite error 13") == true, "\(String(describing: error))")
+        Self.expect(error, .storage, retryable: false, mentioning: "SQLite error 13")
         #expect(try store.read { try $0.messageCount(in: "room-1") } == 1)
         try Self.pragma(store, "PRAGMA max_page_count = 1073741823")
         try store.write { try $0.insertNewMessage(Fixtures.message(text: big)) }
@@ -125,9 +129,7 @@ struct StoreErrorTests {
         let error = #expect(throws: SwitchboardError.self) {
             try store.write { try $0.insertNewMessage(Fixtures.message()) }
         }
-        #expect(error?.code == .storage)
-        #expect(error?.isRetryable == false)
-        #expect(error?.message.contains("SQLite error 8") == true, "\(String(describing: error))")
+        Self.expect(error, .storage, retryable: false, mentioning: "SQLite error 8")
         #expect(try store.read { try $0.messageCount(in: "room-1") } == 1)
     }
 
@@ -148,9 +150,7 @@ struct StoreErrorTests {
                 try waiter.write { try $0.insertNewMessage(Fixtures.message()) }
             }
         }
-        #expect(error?.code == .storage)
-        #expect(error?.isRetryable == true)
-        #expect(error?.message.contains("SQLite error 5") == true, "\(String(describing: error))")
+        Self.expect(error, .storage, retryable: true, mentioning: "SQLite error 5")
         try waiter.write { try $0.insertNewMessage(Fixtures.message()) }  // once the lock is free, the retry succeeds
         #expect(try waiter.read { try $0.messageCount(in: "room-1") } == 2)
     }
@@ -167,9 +167,7 @@ extension PostgresStoreTests {
         let conflict = #expect(throws: SwitchboardError.self) {
             try store.write { try $0.upsertMessage(StoreErrorTests.twiceAttached) }
         }
-        #expect(conflict?.code == .conflict)
-        #expect(conflict?.isRetryable == false)
-        #expect(conflict?.message.contains("23505") == true, "\(String(describing: conflict))")
+        StoreErrorTests.expect(conflict, .conflict, retryable: false, mentioning: "23505")
 
         // Below the contract: the server's own NOT NULL refusal, as the store classifies it.
         let connection = try PostgresConnection(url: cluster.url)
