@@ -165,7 +165,7 @@ public actor Bridge {
         // Outside `run()` each catch-up tries a stopped direction again (and throws if it still fails); under it,
         // a catch-up whose every direction is stopped has nothing to do until a restart or reload.
         if signals == nil { stopped = [:] }
-        if stopped[a.backend] != nil, direction == .aToB || stopped[b.backend] != nil { return currentStats }
+        if stopped[a.backend] != nil, direction == .aToB || stopped[b.backend] != nil { return await currentStats }
         if let failure = await checkAccess(direction) {
             // A side that stops its directions has said so; any other failure backs off like a failed catch-up.
             lastFailureWasDirectional = Self.stopsTheDirection(failure)

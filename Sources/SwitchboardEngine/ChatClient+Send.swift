@@ -314,7 +314,7 @@ extension ChatClient {
             log(.debug, "publish of \(id) failed: \(classified)")
             action = machine.publishFailed(classified, now: configuration.clock(), random: Double.random(in: 0...1))
         }
-        try finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
+        try await finishAttempt(id, prepared: prepared, action: action, receipt: publishReceipt, attempts: machine.attempts)
         return failure.map(PublishAttempt.failed) ?? .published
     }
 

@@ -84,7 +84,7 @@ struct StoreErrorTests {
 
     /// Runs `sql` on the store's connection inside a transaction of `store` (a test reaching below the contract).
     private static func pragma(_ store: SQLiteStore, _ sql: String) throws {
-        try store.write { transaction in
+        try store.writeBlocking { transaction in
             let sqlite = try #require(transaction as? SQLiteTransaction)
             _ = try sqlite.perform { try $0.queryFirst(sql) { $0.int(at: 0) } }
         }
@@ -95,10 +95,10 @@ struct StoreErrorTests {
         let store = try SQLiteStore(path: ":memory:")
         defer { store.close() }
         let error = #expect(throws: SwitchboardError.self) {
-            try store.write { try $0.upsertMessage(Self.twiceAttached) }
+            try store.writeBlocking { try $0.upsertMessage(Self.twiceAttached) }
         }
         Self.expect(error, .conflict, retryable: false, mentioning: "SQLite error 1555")
-        #expect(try store.read { try $0.message(Self.twiceAttached.id) } == nil)
+        #expect(try store.readBlocking { try $0.message(Self.twiceAttached.id) } == nil)
     }
 
     @Test("A real SQLITE_FULL (the page limit reached) is a storage error no retry fixes; the store stays usable")
@@ -107,30 +107,30 @@ struct StoreErrorTests {
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.path("store.sqlite"))
         defer { store.close() }
-        try store.write { try $0.insertNewMessage(Fixtures.message()) }
+        try store.writeBlocking { try $0.insertNewMessage(Fixtures.message()) }
         try Self.pragma(store, "PRAGMA max_page_count = 1")  // no lower than the pages in use: the file cannot grow
         let big = String(repeating: "x", count: 64 * 1024)
         let error = #expect(throws: SwitchboardError.self) {
-            try store.write { try $0.insertNewMessage(Fixtures.message(text: big)) }
+            try store.writeBlocking { try $0.insertNewMessage(Fixtures.message(text: big)) }
         }
         Self.expect(error, .storage, retryable: false, mentioning: "SQLite error 13")
-        #expect(try store.read { try $0.messageCount(in: "room-1") } == 1)
+        #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == 1)
         try Self.pragma(store, "PRAGMA max_page_count = 1073741823")
-        try store.write { try $0.insertNewMessage(Fixtures.message(text: big)) }
-        #expect(try store.read { try $0.messageCount(in: "room-1") } == 2)
+        try store.writeBlocking { try $0.insertNewMessage(Fixtures.message(text: big)) }
+        #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == 2)
     }
 
     @Test("A real SQLITE_READONLY (the connection made read-only) is a storage error no retry fixes")
     func realReadOnlyDatabase() throws {
         let store = try SQLiteStore(path: ":memory:")
         defer { store.close() }
-        try store.write { try $0.insertNewMessage(Fixtures.message()) }
+        try store.writeBlocking { try $0.insertNewMessage(Fixtures.message()) }
         try Self.pragma(store, "PRAGMA query_only = 1")
         let error = #expect(throws: SwitchboardError.self) {
-            try store.write { try $0.insertNewMessage(Fixtures.message()) }
+            try store.writeBlocking { try $0.insertNewMessage(Fixtures.message()) }
         }
         Self.expect(error, .storage, retryable: false, mentioning: "SQLite error 8")
-        #expect(try store.read { try $0.messageCount(in: "room-1") } == 1)
+        #expect(try store.readBlocking { try $0.messageCount(in: "room-1") } == 1)
     }
 
     @Test("A real SQLITE_BUSY (another connection holds the write lock) is a retryable storage error")
@@ -144,15 +144,15 @@ struct StoreErrorTests {
             waiter.close()
         }
         try Self.pragma(waiter, "PRAGMA busy_timeout = 10")
-        let error = try holder.write { transaction in
+        let error = try holder.writeBlocking { transaction in
             try transaction.insertNewMessage(Fixtures.message())
             return #expect(throws: SwitchboardError.self) {
-                try waiter.write { try $0.insertNewMessage(Fixtures.message()) }
+                try waiter.writeBlocking { try $0.insertNewMessage(Fixtures.message()) }
             }
         }
         Self.expect(error, .storage, retryable: true, mentioning: "SQLite error 5")
-        try waiter.write { try $0.insertNewMessage(Fixtures.message()) }  // once the lock is free, the retry succeeds
-        #expect(try waiter.read { try $0.messageCount(in: "room-1") } == 2)
+        try waiter.writeBlocking { try $0.insertNewMessage(Fixtures.message()) }  // once the lock is free, the retry succeeds
+        #expect(try waiter.readBlocking { try $0.messageCount(in: "room-1") } == 2)
     }
 }
 
@@ -165,7 +165,7 @@ extension PostgresStoreTests {
         let store = try PostgresStore(url: cluster.url, schema: schema)
         defer { store.close() }
         let conflict = #expect(throws: SwitchboardError.self) {
-            try store.write { try $0.upsertMessage(StoreErrorTests.twiceAttached) }
+            try store.writeBlocking { try $0.upsertMessage(StoreErrorTests.twiceAttached) }
         }
         StoreErrorTests.expect(conflict, .conflict, retryable: false, mentioning: "23505")
 
