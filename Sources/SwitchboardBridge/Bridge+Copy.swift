@@ -423,7 +423,7 @@ extension Bridge {
             // Replies waiting for these are copied at the pass's next safe point (nothing in flight then).
             copiedSinceReplyCheck[source.backend, default: []] += run.map(\.message.remoteID)
         }
-        let waitKeys = run.map { BridgeWaitKey.copy($0.id, towards: target.backend) }
+        let waitKeys = run.map { WaitKey.copy($0.id, towards: target.backend) }
         let waiting = try await store.read { try $0.bridgeWaitKeys(pair: pair, among: waitKeys) }
         let waited = waiting.isEmpty ? [] : run.indices.filter { waiting.contains(waitKeys[$0]) }
         for index in waited { try await flushWaiting(for: run[index].id, on: target) }

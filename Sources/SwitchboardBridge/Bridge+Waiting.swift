@@ -120,7 +120,7 @@ extension Bridge {
     func apply(_ operation: WaitingOperation, to id: MessageID, on target: BridgeSide) async throws {
         guard let remote = try await store.read({ try $0.remoteID(of: id, backend: target.backend, part: 0) }) else {
             let payload = try JSONEncoder().encode(operation)
-            let key = BridgeWaitKey.copy(id, towards: target.backend)
+            let key = WaitKey.copy(id, towards: target.backend)
             _ = try await store.write { [pair] tx in
                 try tx.enqueueBridgeOperation(PendingOperation(waitKey: key, kind: operation.kind, payload: payload,
                                                                createdAt: Date()), pair: pair)
@@ -143,7 +143,7 @@ extension Bridge {
 
     /// Runs the operations that waited for `id` to be bridged to `target`.
     func flushWaiting(for id: MessageID, on target: BridgeSide) async throws {
-        let key = BridgeWaitKey.copy(id, towards: target.backend)
+        let key = WaitKey.copy(id, towards: target.backend)
         let waiting = try await store.read { [pair] in try $0.bridgeOperations(pair: pair, waitingOn: key) }
         for entry in waiting {
             if let operation = try? JSONDecoder().decode(WaitingOperation.self, from: entry.payload) {
@@ -167,8 +167,8 @@ extension Bridge {
 
     /// Every reply from `source` waiting for its target's copy on `target`, from the store.
     func waitingReplies(from source: BridgeSide, to target: BridgeSide) async throws -> [PendingOperation] {
-        let prefix = BridgeWaitKey.replyPrefix(from: source.backend, to: target.backend)
-        return try await store.read { [pair] in try $0.bridgeOperations(pair: pair, waitKeyPrefix: prefix) }
+        let family = WaitKey.Family.replies(from: source.backend, to: target.backend)
+        return try await store.read { [pair] in try $0.bridgeOperations(pair: pair, in: family) }
     }
 
     /// Persists `message`, a reply whose target `reply` has no copy on `target` yet, to be copied once it has
@@ -176,7 +176,7 @@ extension Bridge {
     /// version of the same reply replaces the one waiting.
     func deferReply(_ message: RemoteMessage, to reply: RemoteID, from source: BridgeSide,
                             to target: BridgeSide) async throws {
-        let key = BridgeWaitKey.reply(to: reply, from: source.backend, to: target.backend)
+        let key = WaitKey.reply(to: reply, from: source.backend, to: target.backend)
         let payload = try JSONEncoder().encode(message)
         try await store.write { [pair] tx in
             for waiting in try tx.bridgeOperations(pair: pair, waitingOn: key)
@@ -198,7 +198,7 @@ extension Bridge {
     /// Copies, linked, the replies that waited for `copied` (source remote IDs whose copies now exist).
     func copyReplies(waitingFor copied: [RemoteID], from source: BridgeSide, to target: BridgeSide) async throws {
         guard !noWaitingReplies.contains(source.backend), !copied.isEmpty else { return }
-        let keys = copied.map { BridgeWaitKey.reply(to: $0, from: source.backend, to: target.backend) }
+        let keys = copied.map { WaitKey.reply(to: $0, from: source.backend, to: target.backend) }
         let waiting = try await store.read { [pair] tx in try keys.flatMap { try tx.bridgeOperations(pair: pair, waitingOn: $0) } }
         try await copyWaiting(waiting, from: source, to: target)
     }

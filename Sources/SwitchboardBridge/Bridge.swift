@@ -102,7 +102,7 @@ public actor Bridge {
             var copy = stats
             let pair = self.pair
             copy.waiting = (try? await store.read { tx in
-                try BridgeWaitKey.waitingPrefixes.reduce(0) { $0 + (try tx.bridgeOperations(pair: pair, waitKeyPrefix: $1).count) }
+                try WaitKey.Family.waiting.reduce(0) { $0 + (try tx.bridgeOperations(pair: pair, in: $1).count) }
             }) ?? copy.waiting
             copy.quarantined = (try? await quarantine.count()) ?? copy.quarantined
             copy.lag = oldestUnbridged.map { max(0, Date().timeIntervalSince($0)) } ?? copy.lag

@@ -72,7 +72,7 @@ enum BridgeLegacyRecords {
     /// conversation); a reply when it was read from the other side's conversation.
     private static func adoptWaitingOperations(pair: String, a: BridgeSide, b: BridgeSide, store: any Store) async throws {
         let operations = try await store.read { try $0.allPendingOperations() }
-        guard operations.contains(where: { $0.waitKey.hasPrefix("bridge:") || $0.waitKey.hasPrefix("bridge-reply:") })
+        guard operations.contains(where: { $0.waitKey.rawValue.hasPrefix("bridge:") || $0.waitKey.rawValue.hasPrefix("bridge-reply:") })
         else { return }
         try await store.write { tx in
             for operation in operations {
@@ -90,20 +90,21 @@ enum BridgeLegacyRecords {
     /// The pair's wait key for an old operation waiting on `target` for a change from `source`, or nil when it
     /// is not this pair's.
     private static func adoptedKey(of operation: PendingOperation, pair: String, from source: BridgeSide,
-                                   to target: BridgeSide, in tx: any StoreTransaction) throws -> String? {
+                                   to target: BridgeSide, in tx: any StoreTransaction) throws -> WaitKey? {
         let copyPrefix = "bridge:\(target.backend):"
-        if operation.waitKey.hasPrefix(copyPrefix) {
-            let id = MessageID(String(operation.waitKey.dropFirst(copyPrefix.count)))
+        let old = operation.waitKey.rawValue
+        if old.hasPrefix(copyPrefix) {
+            let id = MessageID(String(old.dropFirst(copyPrefix.count)))
             let ours = try tx.bridgeCopy(id)?.pair == pair
                 || tx.mappings(of: id).contains { $0.backend == source.backend && $0.conversation == source.conversation }
-            return ours ? BridgeWaitKey.copy(id, towards: target.backend) : nil
+            return ours ? WaitKey.copy(id, towards: target.backend) : nil
         }
         let replyPrefix = "bridge-reply:\(target.backend):\(source.backend):"
-        if operation.waitKey.hasPrefix(replyPrefix), operation.kind == "reply",
+        if old.hasPrefix(replyPrefix), operation.kind == "reply",
            let message = try? JSONDecoder().decode(RemoteMessage.self, from: operation.payload),
            message.conversation == source.conversation {
-            let reply = RemoteID(String(operation.waitKey.dropFirst(replyPrefix.count)))
-            return BridgeWaitKey.reply(to: reply, from: source.backend, to: target.backend)
+            let reply = RemoteID(String(old.dropFirst(replyPrefix.count)))
+            return WaitKey.reply(to: reply, from: source.backend, to: target.backend)
         }
         return nil
     }

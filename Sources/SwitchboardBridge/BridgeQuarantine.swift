@@ -92,7 +92,7 @@ public struct BridgeQuarantine: Sendable {
             for operation in try heldOperations(tx) where Self.entry(operation, retry: false).map(Self.subject) == subject {
                 try tx.removeBridgeOperation(operation.id)
             }
-            try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantine, kind: "quarantine",
+            try tx.enqueueBridgeOperation(PendingOperation(waitKey: WaitKey.quarantine, kind: "quarantine",
                                                            payload: payload, createdAt: Date()), pair: pair)
         }
     }
@@ -120,7 +120,7 @@ public struct BridgeQuarantine: Sendable {
         return try await store.write { tx in
             guard try heldOperations(tx).contains(where: { $0.id == id }) else { return false }
             if try !requests(tx).contains(where: { Self.requestedID($0) == id }) {
-                try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantineRetry,
+                try tx.enqueueBridgeOperation(PendingOperation(waitKey: WaitKey.quarantineRetry,
                                                                kind: "quarantine-retry", payload: Data(String(id).utf8),
                                                                createdAt: Date()), pair: pair)
             }
@@ -157,8 +157,8 @@ public struct BridgeQuarantine: Sendable {
     /// (keyed by the pair's old ledger conversation) into the pair's records; retry requests follow their entries'
     /// new numbers. Idempotent: a store without such entries is only read.
     func adoptLegacyEntries() async throws {
-        let legacyHeld = "bridge-quarantine:" + pair
-        let legacyRetry = "bridge-quarantine-retry:" + pair
+        let legacyHeld = WaitKey(stored: "bridge-quarantine:" + pair)
+        let legacyRetry = WaitKey(stored: "bridge-quarantine-retry:" + pair)
         guard try await store.read({ try !$0.pendingOperations(waitingOn: legacyHeld).isEmpty
                                 || !$0.pendingOperations(waitingOn: legacyRetry).isEmpty }) else { return }
         try await store.write { tx in
@@ -168,11 +168,11 @@ public struct BridgeQuarantine: Sendable {
             }.compactMap { $0 })
             for operation in try tx.pendingOperations(waitingOn: legacyHeld) {
                 try tx.removePending(operation.id)
-                let moved = try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantine,
+                let moved = try tx.enqueueBridgeOperation(PendingOperation(waitKey: WaitKey.quarantine,
                                                                            kind: "quarantine", payload: operation.payload,
                                                                            createdAt: operation.createdAt), pair: pair)
                 guard requested.contains(operation.id) else { continue }
-                try tx.enqueueBridgeOperation(PendingOperation(waitKey: BridgeWaitKey.quarantineRetry,
+                try tx.enqueueBridgeOperation(PendingOperation(waitKey: WaitKey.quarantineRetry,
                                                                kind: "quarantine-retry", payload: Data(String(moved).utf8),
                                                                createdAt: Date()), pair: pair)
             }
@@ -180,11 +180,11 @@ public struct BridgeQuarantine: Sendable {
     }
 
     private func heldOperations(_ tx: any StoreTransaction) throws -> [PendingOperation] {
-        try tx.bridgeOperations(pair: pair, waitingOn: BridgeWaitKey.quarantine)
+        try tx.bridgeOperations(pair: pair, waitingOn: WaitKey.quarantine)
     }
 
     private func requests(_ tx: any StoreTransaction) throws -> [PendingOperation] {
-        try tx.bridgeOperations(pair: pair, waitingOn: BridgeWaitKey.quarantineRetry)
+        try tx.bridgeOperations(pair: pair, waitingOn: WaitKey.quarantineRetry)
     }
 
     private static func subject(_ entry: Entry) -> Subject {

@@ -236,13 +236,13 @@ extension ChatClient {
 
     private func deferUntilPublished(_ action: DeferredAction, until id: MessageID) async throws {
         let payload = try JSONEncoder().encode(action)
-        let operation = PendingOperation(waitKey: Self.publishedKey(id), kind: action.kind.rawValue, payload: payload, createdAt: now)
+        let operation = PendingOperation(waitKey: WaitKey.published(id), kind: action.kind.rawValue, payload: payload, createdAt: now)
         _ = try await store.write { tx in try tx.enqueuePending(operation) }
         pendingWaitKeys.insert(operation.waitKey)
     }
 
     /// Runs the operations waiting on `key` whose target is now resolvable.
-    func flushOperations(waitingOn key: String) async {
+    func flushOperations(waitingOn key: WaitKey) async {
         guard pendingWaitKeys.contains(key) else { return }
         guard let operations = try? await store.read({ tx in try tx.pendingOperations(waitingOn: key) }) else { return }
         if operations.isEmpty { pendingWaitKeys.remove(key) }

@@ -357,7 +357,7 @@ extension ChatClient {
         }
         if let updated {
             emit(.messageUpserted(updated), in: updated.conversation)
-            if case .complete = action { Task { await self.flushOperations(waitingOn: Self.publishedKey(id)) } }
+            if case .complete = action { Task { await self.flushOperations(waitingOn: WaitKey.published(id)) } }
         }
         wake()
     }
@@ -416,5 +416,4 @@ extension ChatClient {
         }
     }
 
-    static func publishedKey(_ id: MessageID) -> String { "published:\(id.rawValue)" }
 }

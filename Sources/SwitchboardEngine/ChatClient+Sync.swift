@@ -190,15 +190,14 @@ extension ChatClient {
         }
         for event in events { emit(event, in: id) }
         for case let message? in events.map(\.message) where message.isOutgoing && message.delivery.isPublished {
-            await flushOperations(waitingOn: Self.publishedKey(message.id))
+            await flushOperations(waitingOn: WaitKey.published(message.id))
         }
         var echoed = false
         for case .message(let remote) in fresh {
-            await flushOperations(waitingOn: Self.remoteKey(backend, remote.remoteID))
+            await flushOperations(waitingOn: WaitKey.remote(remote.remoteID, on: backend))
             echoed = echoed || remote.sender == localUser
         }
         if echoed { wake() }  // an echo may unblock a reply waiting for its target's ID
     }
 
-    static func remoteKey(_ backend: BackendID, _ remote: RemoteID) -> String { "remote:\(backend.rawValue):\(remote.rawValue)" }
 }

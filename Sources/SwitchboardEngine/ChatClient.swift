@@ -30,7 +30,7 @@ public actor ChatClient {
     var isStarted = false
     /// Every wait key that may have queued operations (a superset: a key leaves only once a flush finds it
     /// empty), so the per-change flush skips its store read when nothing can be waiting.
-    var pendingWaitKeys: Set<String> = []
+    var pendingWaitKeys: Set<WaitKey> = []
     /// Per message, the local user's reaction changes on their way to the backend (`react`). While one is, the
     /// local user's own reactions arriving for that message are echoes of this or an earlier change and are not
     /// applied: an earlier one would undo for a moment what was just asked for.

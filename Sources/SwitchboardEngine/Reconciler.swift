@@ -20,7 +20,7 @@ struct Reconciler: Sendable {
     /// Lines to log at warning level once the transaction committed.
     var warnings: [String] = []
     /// Wait keys of incoming changes queued for a target not yet here.
-    var newWaitKeys: Set<String> = []
+    var newWaitKeys: Set<WaitKey> = []
 
     // Each function below gathers the facts inside the transaction, asks `ReconcileDecision` (pure, tested as
     // tables) what to do, and does it.
@@ -136,7 +136,7 @@ struct Reconciler: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let payload = try encoder.encode(change)
-        let key = ChatClient.remoteKey(backend, target)
+        let key = WaitKey.remote(target, on: backend)
         // A refetch or redelivery of the same waiting change must not queue it twice.
         guard try !tx.pendingOperations(waitingOn: key).contains(where: { $0.payload == payload }) else { return }
         try tx.enqueuePending(PendingOperation(waitKey: key, kind: "incoming", payload: payload, createdAt: now))

@@ -100,33 +100,34 @@ extension PostgresTransaction {
         let id = try first("""
             INSERT INTO \(p)bridge_operations (pair, wait_key, kind, payload, created_at)
             VALUES ($1, $2, $3, decode($4, 'hex'), $5) RETURNING id
-            """, [pair, operation.waitKey, operation.kind, operation.payload, operation.createdAt]) { try $0.int64(0) }
+            """, [pair, operation.waitKey.rawValue, operation.kind, operation.payload, operation.createdAt]) { try $0.int64(0) }
         guard let id else { throw corruption("inserting a bridge operation returned no id") }
         return id
     }
 
     /// `pair`'s operations waiting on `waitKey`, oldest first.
-    func bridgeOperations(pair: String, waitingOn waitKey: String) throws -> [PendingOperation] {
+    func bridgeOperations(pair: String, waitingOn waitKey: WaitKey) throws -> [PendingOperation] {
         try rows("""
             SELECT id, wait_key, kind, encode(payload, 'hex'), created_at FROM \(p)bridge_operations
             WHERE pair = $1 AND wait_key = $2 ORDER BY id
-            """, [pair, waitKey]) { try Self.decodePending($0) }
+            """, [pair, waitKey.rawValue]) { try Self.decodePending($0) }
     }
 
-    /// `pair`'s operations whose wait key starts with `prefix`, oldest first (a range of the wait-key index).
-    func bridgeOperations(pair: String, waitKeyPrefix prefix: String) throws -> [PendingOperation] {
-        try rows("""
+    /// `pair`'s operations whose wait key is in `family`, oldest first (a range of the wait-key index).
+    func bridgeOperations(pair: String, in family: WaitKey.Family) throws -> [PendingOperation] {
+        let prefix = family.prefix
+        return try rows("""
             SELECT id, wait_key, kind, encode(payload, 'hex'), created_at FROM \(p)bridge_operations
             WHERE pair = $1 AND wait_key >= $2 AND wait_key < $3 ORDER BY id
             """, [pair, prefix, prefixUpperBound(prefix)]) { try Self.decodePending($0) }
     }
 
     /// One statement for the whole list (a text array).
-    func bridgeWaitKeys(pair: String, among keys: [String]) throws -> Set<String> {
+    func bridgeWaitKeys(pair: String, among keys: [WaitKey]) throws -> Set<WaitKey> {
         guard !keys.isEmpty else { return [] }
         return Set(try rows("""
             SELECT DISTINCT wait_key FROM \(p)bridge_operations WHERE pair = $1 AND wait_key = ANY($2::text[])
-            """, [pair, PostgresArray.literal(keys)]) { try $0.string(0) })
+            """, [pair, PostgresArray.literal(keys.map(\.rawValue))]) { WaitKey(stored: try $0.string(0)) })
     }
 
     /// Removes an operation.

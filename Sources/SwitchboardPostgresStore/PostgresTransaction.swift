@@ -539,25 +539,25 @@ final class PostgresTransaction: StoreTransaction {
         let id = try first("""
             INSERT INTO \(p)pending_operations (wait_key, kind, payload, created_at)
             VALUES ($1, $2, decode($3, 'hex'), $4) RETURNING id
-            """, [operation.waitKey, operation.kind, operation.payload, operation.createdAt]) { try $0.int64(0) }
+            """, [operation.waitKey.rawValue, operation.kind, operation.payload, operation.createdAt]) { try $0.int64(0) }
         guard let id else { throw corruption("inserting a pending operation returned no id") }
         return id
     }
 
     /// Operations waiting on `waitKey`, oldest first.
-    func pendingOperations(waitingOn waitKey: String) throws -> [PendingOperation] {
+    func pendingOperations(waitingOn waitKey: WaitKey) throws -> [PendingOperation] {
         try rows("""
             SELECT id, wait_key, kind, encode(payload, 'hex'), created_at FROM \(p)pending_operations
             WHERE wait_key = $1 ORDER BY id
-            """, [waitKey]) { try Self.decodePending($0) }
+            """, [waitKey.rawValue]) { try Self.decodePending($0) }
     }
 
     /// One statement for the whole list (a text array).
-    func waitKeys(among keys: [String]) throws -> Set<String> {
+    func waitKeys(among keys: [WaitKey]) throws -> Set<WaitKey> {
         guard !keys.isEmpty else { return [] }
         return Set(try rows("""
             SELECT DISTINCT wait_key FROM \(p)pending_operations WHERE wait_key = ANY($1::text[])
-            """, [PostgresArray.literal(keys)]) { try $0.string(0) })
+            """, [PostgresArray.literal(keys.map(\.rawValue))]) { WaitKey(stored: try $0.string(0)) })
     }
 
     /// Every waiting operation, oldest first.
@@ -574,7 +574,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Decodes a `pending_operations` or `bridge_operations` row (`id, wait_key, kind, payload, created_at`).
     static func decodePending(_ row: PostgresRow) throws -> PendingOperation {
-        PendingOperation(id: try row.int64(0), waitKey: try row.string(1), kind: try row.string(2),
+        PendingOperation(id: try row.int64(0), waitKey: WaitKey(stored: try row.string(1)), kind: try row.string(2),
                          payload: try row.data(3), createdAt: try row.date(4))
     }
 

@@ -72,11 +72,11 @@ public protocol BridgeRecordTransaction {
     /// Queues an operation of `pair`; returns its row id (the operation's own `id` is ignored).
     @discardableResult func enqueueBridgeOperation(_ operation: PendingOperation, pair: String) throws -> Int64
     /// `pair`'s operations waiting on `waitKey`, oldest first.
-    func bridgeOperations(pair: String, waitingOn waitKey: String) throws -> [PendingOperation]
-    /// `pair`'s operations whose wait key starts with `prefix` (every one for ""), oldest first.
-    func bridgeOperations(pair: String, waitKeyPrefix prefix: String) throws -> [PendingOperation]
+    func bridgeOperations(pair: String, waitingOn waitKey: WaitKey) throws -> [PendingOperation]
+    /// `pair`'s operations whose wait key is in `family`, oldest first.
+    func bridgeOperations(pair: String, in family: WaitKey.Family) throws -> [PendingOperation]
     /// The keys among `keys` that at least one of `pair`'s operations waits on.
-    func bridgeWaitKeys(pair: String, among keys: [String]) throws -> Set<String>
+    func bridgeWaitKeys(pair: String, among keys: [WaitKey]) throws -> Set<WaitKey>
     /// Removes an operation.
     func removeBridgeOperation(_ id: Int64) throws
 }

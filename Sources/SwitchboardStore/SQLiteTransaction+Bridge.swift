@@ -108,24 +108,25 @@ extension SQLiteTransaction {
         try perform { connection in
             try connection.execute("""
                 INSERT INTO bridge_operations (pair, wait_key, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)
-                """, [pair, operation.waitKey, operation.kind, operation.payload, operation.createdAt])
+                """, [pair, operation.waitKey.rawValue, operation.kind, operation.payload, operation.createdAt])
             return connection.lastInsertRowID
         }
     }
 
     /// `pair`'s operations waiting on `waitKey`, oldest first.
-    func bridgeOperations(pair: String, waitingOn waitKey: String) throws -> [PendingOperation] {
+    func bridgeOperations(pair: String, waitingOn waitKey: WaitKey) throws -> [PendingOperation] {
         try perform { connection in
             try connection.query("""
                 SELECT id, wait_key, kind, payload, created_at FROM bridge_operations WHERE pair = ? AND wait_key = ?
                 ORDER BY id
-                """, [pair, waitKey]) { Self.decodePending($0) }
+                """, [pair, waitKey.rawValue]) { Self.decodePending($0) }
         }
     }
 
-    /// `pair`'s operations whose wait key starts with `prefix`, oldest first (a range of the wait-key index).
-    func bridgeOperations(pair: String, waitKeyPrefix prefix: String) throws -> [PendingOperation] {
-        try perform { connection in
+    /// `pair`'s operations whose wait key is in `family`, oldest first (a range of the wait-key index).
+    func bridgeOperations(pair: String, in family: WaitKey.Family) throws -> [PendingOperation] {
+        let prefix = family.prefix
+        return try perform { connection in
             try connection.query("""
                 SELECT id, wait_key, kind, payload, created_at FROM bridge_operations
                 WHERE pair = ? AND wait_key >= ? AND wait_key < ? ORDER BY id
@@ -134,14 +135,14 @@ extension SQLiteTransaction {
     }
 
     /// One statement for the whole list (passed as one JSON array), each key an index probe.
-    func bridgeWaitKeys(pair: String, among keys: [String]) throws -> Set<String> {
+    func bridgeWaitKeys(pair: String, among keys: [WaitKey]) throws -> Set<WaitKey> {
         guard !keys.isEmpty else { return [] }
-        let list = JSONValue.array(keys.map { .string($0) }).serialized
+        let list = JSONValue.array(keys.map { .string($0.rawValue) }).serialized
         return try perform { connection in
             Set(try connection.query("""
                 SELECT DISTINCT wait_key FROM bridge_operations
                 WHERE pair = ? AND wait_key IN (SELECT value FROM json_each(?))
-                """, [pair, list]) { $0.string(at: 0) })
+                """, [pair, list]) { WaitKey(stored: $0.string(at: 0)) })
         }
     }
 

@@ -39,26 +39,26 @@ extension SQLiteTransaction {
         try perform { connection in
             try connection.execute("""
                 INSERT INTO pending_operations (wait_key, kind, payload, created_at) VALUES (?, ?, ?, ?)
-                """, [operation.waitKey, operation.kind, operation.payload, operation.createdAt])
+                """, [operation.waitKey.rawValue, operation.kind, operation.payload, operation.createdAt])
             return connection.lastInsertRowID
         }
     }
 
     /// Operations waiting on `waitKey`, oldest first.
-    func pendingOperations(waitingOn waitKey: String) throws -> [PendingOperation] {
+    func pendingOperations(waitingOn waitKey: WaitKey) throws -> [PendingOperation] {
         try perform { connection in
             try connection.query("""
                 SELECT id, wait_key, kind, payload, created_at FROM pending_operations WHERE wait_key = ? ORDER BY id
-                """, [waitKey]) { Self.decodePending($0) }
+                """, [waitKey.rawValue]) { Self.decodePending($0) }
         }
     }
 
     /// One statement for the whole list (passed as one JSON array), each key an index probe.
-    func waitKeys(among keys: [String]) throws -> Set<String> {
+    func waitKeys(among keys: [WaitKey]) throws -> Set<WaitKey> {
         guard !keys.isEmpty else { return [] }
-        let list = JSONValue.array(keys.map { .string($0) }).serialized
+        let list = JSONValue.array(keys.map { .string($0.rawValue) }).serialized
         return try perform { connection in
-            Set(try connection.query(Self.waitKeysSQL, [list]) { $0.string(at: 0) })
+            Set(try connection.query(Self.waitKeysSQL, [list]) { WaitKey(stored: $0.string(at: 0)) })
         }
     }
 
@@ -85,7 +85,7 @@ extension SQLiteTransaction {
 
     /// Decodes a `pending_operations` or `bridge_operations` row (`id, wait_key, kind, payload, created_at`).
     static func decodePending(_ row: SQLiteStatement) -> PendingOperation {
-        PendingOperation(id: row.int64(at: 0), waitKey: row.string(at: 1), kind: row.string(at: 2),
+        PendingOperation(id: row.int64(at: 0), waitKey: WaitKey(stored: row.string(at: 1)), kind: row.string(at: 2),
                          payload: row.data(at: 3), createdAt: row.date(at: 4))
     }
 }

@@ -103,8 +103,8 @@ public enum CursorKind: String, Sendable, Hashable, Codable {
 public struct PendingOperation: Sendable, Hashable, Codable {
     /// Row identity, assigned by the store (0 before insertion).
     public var id: Int64
-    /// What the operation waits for, e.g. `message:<MessageID>@<backend>` or `remote:<backend>:<RemoteID>`.
-    public var waitKey: String
+    /// What the operation waits for.
+    public var waitKey: WaitKey
     /// The operation's kind, e.g. `edit`, `delete`, `reaction`, `receipt`.
     public var kind: String
     /// Its encoded arguments.
@@ -113,7 +113,7 @@ public struct PendingOperation: Sendable, Hashable, Codable {
     public var createdAt: Date
 
     /// Builds a pending operation.
-    public init(id: Int64 = 0, waitKey: String, kind: String, payload: Data, createdAt: Date) {
+    public init(id: Int64 = 0, waitKey: WaitKey, kind: String, payload: Data, createdAt: Date) {
         self.id = id
         self.waitKey = waitKey
         self.kind = kind
@@ -193,11 +193,11 @@ public protocol StoreTransaction: BridgeRecordTransaction {
     /// Queues an operation waiting for a mapping; returns its row id.
     @discardableResult func enqueuePending(_ operation: PendingOperation) throws -> Int64
     /// Operations waiting on `waitKey`, oldest first.
-    func pendingOperations(waitingOn waitKey: String) throws -> [PendingOperation]
+    func pendingOperations(waitingOn waitKey: WaitKey) throws -> [PendingOperation]
     /// Every waiting operation, oldest first.
     func allPendingOperations() throws -> [PendingOperation]
     /// The keys among `keys` that at least one operation waits on.
-    func waitKeys(among keys: [String]) throws -> Set<String>
+    func waitKeys(among keys: [WaitKey]) throws -> Set<WaitKey>
     /// Removes a waiting operation.
     func removePending(_ id: Int64) throws
 }
@@ -304,7 +304,7 @@ extension StoreTransaction {
     }
 
     /// One `pendingOperations(waitingOn:)` per key (stores without a single-statement path).
-    public func waitKeys(among keys: [String]) throws -> Set<String> {
+    public func waitKeys(among keys: [WaitKey]) throws -> Set<WaitKey> {
         Set(try keys.filter { !(try pendingOperations(waitingOn: $0).isEmpty) })
     }
 

@@ -68,13 +68,13 @@ struct BridgeLegacyRecordsTests {
             try tx.upsertOutbox(OutboxEntry(messageID: ids[1], backend: "right", conversation: "room-right", prepared: preparedM2,
                                             noSend: true, nextAttemptAt: now, status: .queued, createdAt: now))
             _ = try tx.enqueuePending(PendingOperation(
-                waitKey: "bridge:right:\(ids[2])", kind: "reaction",
+                waitKey: WaitKey(stored: "bridge:right:\(ids[2])"), kind: "reaction",
                 payload: try JSONEncoder().encode(LegacyReaction(kind: "reaction", symbol: "👍", isActive: true)), createdAt: now))
             let heldID = try tx.enqueuePending(PendingOperation(
-                waitKey: "bridge-quarantine:\(ledger)", kind: "quarantine",
+                waitKey: WaitKey(stored: "bridge-quarantine:\(ledger)"), kind: "quarantine",
                 payload: try JSONEncoder().encode(LegacyHeld(source: "left", change: .message(held), reason: "refused", at: now)),
                 createdAt: now))
-            _ = try tx.enqueuePending(PendingOperation(waitKey: "bridge-quarantine-retry:\(ledger)", kind: "quarantine-retry",
+            _ = try tx.enqueuePending(PendingOperation(waitKey: WaitKey(stored: "bridge-quarantine-retry:\(ledger)"), kind: "quarantine-retry",
                                                        payload: Data(String(heldID).utf8), createdAt: now))
             try tx.setCursor(leftAfterM1, conversation: "room-left", backend: "left", kind: .changes)
             try tx.setCursor(rightNow, conversation: "room-right", backend: "right", kind: .changes)

@@ -63,7 +63,7 @@ struct BridgeTests {
 
         /// The operations of the pair waiting in its records (reactions, receipts and replies for their copies).
         func waiting() async throws -> [PendingOperation] {
-            try await store.read { try $0.bridgeOperations(pair: Bridge.pairKey(a: "room-left", b: "room-right"), waitKeyPrefix: "") }
+            try await store.read { try $0.bridgeOperations(pair: Bridge.pairKey(a: "room-left", b: "room-right"), in: .all) }
         }
 
         func remove() {

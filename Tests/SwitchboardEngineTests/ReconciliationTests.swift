@@ -171,7 +171,7 @@ struct ReconciliationTests {
             try #require(await eventually { try await !alice.pendingOperations().isEmpty }, "the reaction did not wait")
             #expect(try await alice.message(row.idempotencyKey) == nil)
             let waiting = try await alice.pendingOperations()
-            #expect(waiting.allSatisfy { $0.kind == "incoming" && $0.waitKey.hasSuffix(":" + row.remoteID.rawValue) },
+            #expect(waiting.allSatisfy { $0.kind == "incoming" && $0.waitKey == .remote(row.remoteID, on: alice.backend) },
                     "\(waiting.map(\.waitKey))")
 
             wrapped.releaseHeld()

@@ -104,7 +104,7 @@ struct BridgeRecordContractTests {
         let opened = try factory.open()
         defer { opened.close() }
         let store = opened.store
-        func operation(_ key: String, _ kind: String, _ second: Int) -> PendingOperation {
+        func operation(_ key: WaitKey, _ kind: String, _ second: Int) -> PendingOperation {
             PendingOperation(waitKey: key, kind: kind, payload: Data("\(kind) \(second)".utf8), createdAt: Fixtures.time(Double(second)))
         }
         let reaction = operation("copy:right:m-1", "reaction", 1)
@@ -127,13 +127,13 @@ struct BridgeRecordContractTests {
                 == [stored(reaction, ids[0]), stored(receipt, ids[1])])
         #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.two, waitingOn: "copy:right:m-1") }
                 == [stored(otherPair, ids[3])])
-        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, waitKeyPrefix: "reply:right:left:") }
+        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, in: .stored(prefix: "reply:right:left:")) }
                 == [stored(reply, ids[2]), stored(odd, ids[4])])
         // A prefix with LIKE's wildcards matches only itself.
-        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, waitKeyPrefix: "reply:right:left:\"q\" {b} \\ é%") }
+        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, in: .stored(prefix: "reply:right:left:\"q\" {b} \\ é%")) }
                 == [stored(odd, ids[4])])
-        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, waitKeyPrefix: "reply:right:left:_") }.isEmpty)
-        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, waitKeyPrefix: "") }.count == 4)
+        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, in: .stored(prefix: "reply:right:left:_")) }.isEmpty)
+        #expect(try store.readBlocking { try $0.bridgeOperations(pair: Self.one, in: .all) }.count == 4)
         #expect(try store.readBlocking { try $0.bridgeWaitKeys(pair: Self.two, among: ["copy:right:m-1", reply.waitKey, "none"]) }
                 == ["copy:right:m-1"])
         #expect(try store.readBlocking { try $0.bridgeWaitKeys(pair: Self.one, among: [odd.waitKey, "none"]) } == [odd.waitKey])

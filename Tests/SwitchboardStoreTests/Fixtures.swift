@@ -35,3 +35,8 @@ enum Fixtures {
                     nextAttemptAt: time(due), status: status, createdAt: time(created))
     }
 }
+
+/// The store tests write keys in their stored form, odd characters included: a literal is a stored key.
+extension WaitKey: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self.init(stored: value) }
+}
