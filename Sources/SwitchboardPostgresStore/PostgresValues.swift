@@ -42,40 +42,18 @@ extension Data: PostgresBindable {
     var postgresText: String { PostgresHex.encode(self) }
 }
 
-extension MessageID: PostgresBindable {
+extension StringIdentifier where Self: PostgresBindable {
     /// The identifier's text.
     var postgresText: String { rawValue }
 }
 
-extension ConversationID: PostgresBindable {
-    /// The identifier's text.
-    var postgresText: String { rawValue }
-}
-
-extension UserID: PostgresBindable {
-    /// The identifier's text.
-    var postgresText: String { rawValue }
-}
-
-extension BackendID: PostgresBindable {
-    /// The identifier's text.
-    var postgresText: String { rawValue }
-}
-
-extension RemoteID: PostgresBindable {
-    /// The identifier's text.
-    var postgresText: String { rawValue }
-}
-
-extension AttachmentID: PostgresBindable {
-    /// The identifier's text.
-    var postgresText: String { rawValue }
-}
-
-extension Cursor: PostgresBindable {
-    /// The cursor's text.
-    var postgresText: String { rawValue }
-}
+extension MessageID: PostgresBindable {}
+extension ConversationID: PostgresBindable {}
+extension UserID: PostgresBindable {}
+extension BackendID: PostgresBindable {}
+extension RemoteID: PostgresBindable {}
+extension AttachmentID: PostgresBindable {}
+extension Cursor: PostgresBindable {}
 
 /// Hex text for `bytea` values (`decode(…, 'hex')` in, `encode(…, 'hex')` out), independent of `bytea_output`.
 enum PostgresHex {

@@ -47,37 +47,15 @@ extension Date: SQLiteBindable {
     public var sqliteValue: SQLiteValue { .integer(TimelinePosition.micros(self)) }
 }
 
-extension MessageID: SQLiteBindable {
+extension StringIdentifier where Self: SQLiteBindable {
     /// The identifier's text.
     public var sqliteValue: SQLiteValue { .text(rawValue) }
 }
 
-extension ConversationID: SQLiteBindable {
-    /// The identifier's text.
-    public var sqliteValue: SQLiteValue { .text(rawValue) }
-}
-
-extension UserID: SQLiteBindable {
-    /// The identifier's text.
-    public var sqliteValue: SQLiteValue { .text(rawValue) }
-}
-
-extension BackendID: SQLiteBindable {
-    /// The identifier's text.
-    public var sqliteValue: SQLiteValue { .text(rawValue) }
-}
-
-extension RemoteID: SQLiteBindable {
-    /// The identifier's text.
-    public var sqliteValue: SQLiteValue { .text(rawValue) }
-}
-
-extension AttachmentID: SQLiteBindable {
-    /// The identifier's text.
-    public var sqliteValue: SQLiteValue { .text(rawValue) }
-}
-
-extension Cursor: SQLiteBindable {
-    /// The cursor's text.
-    public var sqliteValue: SQLiteValue { .text(rawValue) }
-}
+extension MessageID: SQLiteBindable {}
+extension ConversationID: SQLiteBindable {}
+extension UserID: SQLiteBindable {}
+extension BackendID: SQLiteBindable {}
+extension RemoteID: SQLiteBindable {}
+extension AttachmentID: SQLiteBindable {}
+extension Cursor: SQLiteBindable {}
