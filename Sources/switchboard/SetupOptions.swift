@@ -3,6 +3,13 @@ import SwitchboardCore
 
 /// The options the setup commands (`supabase …`, `xmtp register|group …`, `socketio …`) share.
 extension Arguments {
+    /// A server setup command's options: parsed (no flags), checked against `allowed`, and its server's `--url`.
+    static func forServer(_ raw: [String], allowed: Set<String>, by command: String) throws -> (Arguments, URL) {
+        let options = try Arguments(raw, booleanFlags: [])
+        try options.check(allowed: allowed)
+        return (options, try options.serverURL(by: command))
+    }
+
     /// The non-empty value of `--name`; a usage error saying that `command` needs it otherwise.
     func required(_ name: String, by command: String, _ placeholder: String) throws -> String {
         guard let value = value(name), !value.isEmpty else { throw UsageError("\(command) needs --\(name) \(placeholder)") }
@@ -42,6 +49,22 @@ func runSubcommand(of group: String, _ arguments: [String], _ subcommands: Subco
         throw UsageError("unknown \(group) subcommand '\(name)' (\(names))")
     }
     return try await subcommand.run(Array(arguments.dropFirst()))
+}
+
+/// Runs a setup command's `request` to the server at `url`; any failure becomes a `SetupFailure` saying `what`
+/// failed, with `hints`.
+func setupRequest<T>(_ what: String, at url: URL, hints: [SwitchboardError.Code: String] = [:],
+                     _ request: () async throws -> T) async throws -> T {
+    do {
+        return try await request()
+    } catch {
+        throw SetupFailure(what, at: url, error, hints: hints)
+    }
+}
+
+/// Prints that `members` were added to `target`, as the `add-member` setup commands report it.
+func writeAdded(_ members: [UserID], to target: String) {
+    writeLine("added \(members.map(\.rawValue).joined(separator: ", ")) to \(target)")
 }
 
 /// A setup command's request the server refused or could not answer, said in the user's terms (exit 1).

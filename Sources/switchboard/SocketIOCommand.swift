@@ -17,14 +17,10 @@ enum SocketIOCommand {
 
     /// `socketio register`: registers a user and prints its bearer token.
     static func register(_ raw: [String]) async throws -> Int32 {
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "user"])
-        let url = try options.serverURL(by: "socketio register")
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "user"], by: "socketio register")
         let user = UserID(try options.required("user", by: "socketio register", "ID"))
-        do {
+        try await setupRequest("registering user \(user)", at: url) {
             writeLine(try await SocketIOAccounts(baseURL: url).register(user))
-        } catch {
-            throw SetupFailure("registering user \(user)", at: url, error)
         }
         return 0
     }
@@ -33,17 +29,13 @@ enum SocketIOCommand {
     /// members and prints its ID (`--conversation`, else a fresh `room-…`).
     static func createConversation(_ raw: [String]) async throws -> Int32 {
         let command = "socketio conversation create"
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "token", "conversation", "member"])
-        let url = try options.serverURL(by: command)
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "token", "conversation", "member"], by: command)
         let token = try options.required("token", by: command, "T")
         let conversation = ConversationID(options.value("conversation") ?? "room-\(UUID().uuidString.prefix(8).lowercased())")
         guard !conversation.rawValue.isEmpty else { throw UsageError("--conversation must not be empty") }
         let members = try options.members(by: command, required: false)
-        do {
+        try await setupRequest("creating conversation \(conversation)", at: url, hints: hints) {
             try await SocketIOAccounts(baseURL: url).createConversation(conversation, members: members, token: token)
-        } catch {
-            throw SetupFailure("creating conversation \(conversation)", at: url, error, hints: hints)
         }
         writeLine(conversation.rawValue)
         return 0
@@ -52,9 +44,7 @@ enum SocketIOCommand {
     /// `socketio conversation add-member`: adds users to a conversation as the token's user (a member).
     static func addMember(_ raw: [String]) async throws -> Int32 {
         let command = "socketio conversation add-member"
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "token", "conversation", "member"])
-        let url = try options.serverURL(by: command)
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "token", "conversation", "member"], by: command)
         let token = try options.required("token", by: command, "T")
         let conversation = ConversationID(try options.required("conversation", by: command, "ID"))
         let members = try options.members(by: command, required: true)
@@ -64,7 +54,7 @@ enum SocketIOCommand {
             throw SetupFailure("adding members to \(conversation)", at: url, error, hints: hints.merging(
                 [.notFound: "the conversation must exist and the token's user be one of its members"]) { $1 })
         }
-        writeLine("added \(members.map(\.rawValue).joined(separator: ", ")) to \(conversation)")
+        writeAdded(members, to: conversation.rawValue)
         return 0
     }
 

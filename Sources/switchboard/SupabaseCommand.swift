@@ -50,18 +50,14 @@ enum SupabaseCommand {
     /// adapter uploads to, if missing) and prints its ID.
     static func createConversation(_ raw: [String]) async throws -> Int32 {
         let command = "supabase conversation create"
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "jwt-secret", "title", "member"])
-        let url = try options.serverURL(by: command)
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "jwt-secret", "title", "member"], by: command)
         let secret = try jwtSecret(options)
         let members = try options.members(by: command, required: true)
         let client = SupabaseServiceClient(baseURL: url, jwtSecret: secret, lifetime: 300)
-        do {
+        try await setupRequest("creating the conversation", at: url, hints: hints) {
             try await client.ensureBucket("attachments")
             let conversation = try await client.createConversation(title: options.value("title"), members: members)
             writeLine(conversation.rawValue)
-        } catch {
-            throw SetupFailure("creating the conversation", at: url, error, hints: hints)
         }
         return 0
     }
@@ -69,9 +65,7 @@ enum SupabaseCommand {
     /// `supabase conversation add-member`: adds members to a conversation (those already in it stay as they are).
     static func addMember(_ raw: [String]) async throws -> Int32 {
         let command = "supabase conversation add-member"
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "jwt-secret", "conversation", "member"])
-        let url = try options.serverURL(by: command)
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "jwt-secret", "conversation", "member"], by: command)
         let secret = try jwtSecret(options)
         let text = try options.required("conversation", by: command, "UUID")
         guard let uuid = UUID(uuidString: text) else {
@@ -87,7 +81,7 @@ enum SupabaseCommand {
         } catch {
             throw SetupFailure("adding members", at: url, error, hints: hints)
         }
-        writeLine("added \(members.map(\.rawValue).joined(separator: ", ")) to \(conversation)")
+        writeAdded(members, to: conversation.rawValue)
         return 0
     }
 

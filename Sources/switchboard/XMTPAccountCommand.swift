@@ -8,14 +8,10 @@ import XMTPCrypto
 enum XMTPAccountCommand {
     /// `xmtp register`: registers an inbox and prints its bearer token.
     static func register(_ raw: [String]) async throws -> Int32 {
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "inbox"])
-        let url = try options.serverURL(by: "xmtp register")
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "inbox"], by: "xmtp register")
         let inbox = UserID(try options.required("inbox", by: "xmtp register", "ID"))
-        do {
+        try await setupRequest("registering inbox \(inbox)", at: url) {
             writeLine(try await XMTPNodeAccounts(baseURL: url).register(inbox))
-        } catch {
-            throw SetupFailure("registering inbox \(inbox)", at: url, error)
         }
         return 0
     }
@@ -29,17 +25,13 @@ enum XMTPAccountCommand {
     /// random secret (which the node never sees).
     static func createGroup(_ raw: [String]) async throws -> Int32 {
         let command = "xmtp group create"
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "token", "member"])
-        let url = try options.serverURL(by: command)
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "token", "member"], by: command)
         let token = try options.required("token", by: command, "T")
         let members = try options.members(by: command, required: false)
         let groupID = try SecureRandom.bytes(16)
         let secret = try SecureRandom.bytes(32)
-        do {
+        try await setupRequest("creating the group", at: url, hints: hints) {
             try await XMTPNodeAccounts(baseURL: url).createGroup(groupID, members: members, token: token)
-        } catch {
-            throw SetupFailure("creating the group", at: url, error, hints: hints)
         }
         writeLine("\(Digest.hex(groupID)) \(Digest.hex(secret))")
         return 0
@@ -48,21 +40,17 @@ enum XMTPAccountCommand {
     /// `xmtp group add-member`: adds inboxes to a group as the token's inbox (a member).
     static func addMember(_ raw: [String]) async throws -> Int32 {
         let command = "xmtp group add-member"
-        let options = try Arguments(raw, booleanFlags: [])
-        try options.check(allowed: ["url", "token", "group", "member"])
-        let url = try options.serverURL(by: command)
+        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "token", "group", "member"], by: command)
         let token = try options.required("token", by: command, "T")
         let groupHex = try options.required("group", by: command, "HEX").lowercased()
         guard let groupID = Hex.decode(groupHex), groupID.count == 16 else {
             throw UsageError("--group must be a group ID of 32 hex digits, as `xmtp group create` prints it (got '\(groupHex)')")
         }
         let members = try options.members(by: command, required: true)
-        do {
+        try await setupRequest("adding members", at: url, hints: hints) {
             try await XMTPNodeAccounts(baseURL: url).addMembers(members, to: groupID, token: token)
-        } catch {
-            throw SetupFailure("adding members", at: url, error, hints: hints)
         }
-        writeLine("added \(members.map(\.rawValue).joined(separator: ", ")) to \(groupHex)")
+        writeAdded(members, to: groupHex)
         return 0
     }
 
