@@ -36,9 +36,7 @@ enum ServeCommand {
         if let stray = options.positional.first(where: { !extraSQL.contains($0) }) {
             throw UsageError("unexpected argument '\(stray)'")
         }
-        guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
-            throw UsageError("--data-dir DIR is required (the private PostgreSQL cluster and storage live there)")
-        }
+        let directory = try dataDirectory(options, holding: "the private PostgreSQL cluster and storage")
         let secret = options.value("jwt-secret") ?? ProcessInfo.processInfo.environment["SWITCHBOARD_JWT_SECRET"]
         guard let secret, !secret.isEmpty else {
             throw UsageError("--jwt-secret SECRET (or SWITCHBOARD_JWT_SECRET) is required")
@@ -46,7 +44,6 @@ enum ServeCommand {
         guard secret.utf8.count >= 32 else {
             throw UsageError("--jwt-secret must be at least 32 characters (HS256 keys shorter than that are guessable)")
         }
-        let directory = URL(fileURLWithPath: dataDirectory, isDirectory: true).standardizedFileURL
         var configuration = SupabaseServerConfiguration(dataDirectory: directory, jwtSecret: secret)
         configuration.port = try port(options.value("port"))
         if let host = options.value("host") { configuration.host = host }
@@ -109,6 +106,14 @@ enum ServeCommand {
     /// The server's logger labelled `label`: errors only, or everything from debug up with `--verbose`.
     static func logger(_ label: String, _ options: Arguments) -> Logger {
         CommandLog.logger(label, level: options.has("verbose") ? .debug : .error)
+    }
+
+    /// The required `--data-dir` as a standardized folder URL; a usage error saying it holds `contents` otherwise.
+    static func dataDirectory(_ options: Arguments, holding contents: String) throws -> URL {
+        guard let path = options.value("data-dir"), !path.isEmpty else {
+            throw UsageError("--data-dir DIR is required (\(contents) live there)")
+        }
+        return URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
     }
 
     /// A port number 0…65535 (0: pick a free one).

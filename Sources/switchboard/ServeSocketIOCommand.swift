@@ -8,10 +8,7 @@ enum ServeSocketIOCommand {
     /// Parses the options, starts the server, prints the one `listening on` line and waits for a signal.
     static func run(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "page-size", "edit-window", "delete-window", "verbose"])
-        guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
-            throw UsageError("--data-dir DIR is required (the SQLite database and uploads live there)")
-        }
-        let directory = URL(fileURLWithPath: dataDirectory, isDirectory: true).standardizedFileURL
+        let directory = try ServeCommand.dataDirectory(options, holding: "the SQLite database and uploads")
         var configuration = SocketIOServerConfiguration(dataDirectory: directory)
         configuration.port = try ServeCommand.port(options.value("port"))
         if let host = options.value("host") { configuration.host = host }

@@ -7,10 +7,7 @@ enum ServeXMTPCommand {
     /// Parses the options, starts the node, prints the one `listening on` line and waits for a signal.
     static func run(_ options: Arguments) async throws -> Int32 {
         try options.check(allowed: ["port", "host", "data-dir", "database-url", "verbose"])
-        guard let dataDirectory = options.value("data-dir"), !dataDirectory.isEmpty else {
-            throw UsageError("--data-dir DIR is required (the SQLite database and uploads live there)")
-        }
-        let directory = URL(fileURLWithPath: dataDirectory, isDirectory: true).standardizedFileURL
+        let directory = try ServeCommand.dataDirectory(options, holding: "the SQLite database and uploads")
         var configuration = XMTPNodeConfiguration(dataDirectory: directory)
         configuration.port = try ServeCommand.port(options.value("port"))
         if let host = options.value("host") { configuration.host = host }
