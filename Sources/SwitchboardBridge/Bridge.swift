@@ -59,9 +59,7 @@ public actor Bridge {
 
     /// A bridge between `a` and `b` keeping its map, cursors and queue in `store`.
     public init(a: BridgeSide, b: BridgeSide, store: any Store, configuration: BridgeConfiguration = BridgeConfiguration()) async throws {
-        guard a.backend != b.backend else {
-            throw SwitchboardError(.invalidArgument, "both sides use backend ID \(a.backend); give each side its own")
-        }
+        try BridgeSide.checkDistinct(a, b)
         self.a = a
         self.b = b
         self.store = store

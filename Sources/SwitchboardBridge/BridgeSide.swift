@@ -20,6 +20,13 @@ public struct BridgeSide: Sendable {
 
     /// The backend's ID in mappings.
     var backend: BackendID { adapter.backend }
+
+    /// Throws `invalidArgument` when `a` and `b` use the same backend ID (their mappings would collide).
+    static func checkDistinct(_ a: BridgeSide, _ b: BridgeSide) throws {
+        guard a.backend != b.backend else {
+            throw SwitchboardError(.invalidArgument, "both sides use backend ID \(a.backend); give each side its own")
+        }
+    }
 }
 
 /// Tunables of a bridge.

@@ -298,16 +298,25 @@ public actor BridgeWorker {
         }
     }
 
+    /// Opens the pair's two sides and its bridge; a failure is noted, then rethrown.
+    private func openBridge(_ pair: BridgeWorkerPair) async throws -> Bridge {
+        do {
+            let sides = try await pair.makeSides()
+            return try await Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
+        } catch {
+            note(error, pair: pair.name, doing: "opening the sides")
+            throw error
+        }
+    }
+
     /// Runs the pair's bridge while renewing its lease; returns when the lease is lost or the loop ends.
     private func bridgeWhileHolding(_ pair: BridgeWorkerPair, generation: Int) async {
         let lease = Self.leaseName(pair.name)
         let bridge: Bridge
         do {
-            let sides = try await pair.makeSides()
-            bridge = try await Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
+            bridge = try await openBridge(pair)
         } catch {
             // Let another worker try: this one cannot open the pair.
-            note(error, pair: pair.name, doing: "opening the sides")
             try? await store.releaseLease(lease, owner: configuration.worker)
             await pause(configuration.leaseRetry, generation: generation)
             return
@@ -378,10 +387,8 @@ public actor BridgeWorker {
     private func catchUpHolding(_ pair: BridgeWorkerPair, lease: String) async -> String? {
         let bridge: Bridge
         do {
-            let sides = try await pair.makeSides()
-            bridge = try await Bridge(a: sides.a, b: sides.b, store: store, configuration: bridgeConfiguration(pair.name))
+            bridge = try await openBridge(pair)
         } catch {
-            note(error, pair: pair.name, doing: "opening the sides")
             return "cannot open the sides: \(error)"
         }
         statuses[pair.name]?.state = .bridging

@@ -231,9 +231,7 @@ public actor Migration {
     /// A migration from `source` to `target` keeping its checkpoint and ID map in `store`.
     public init(source: BridgeSide, target: BridgeSide, store: any Store,
                 configuration: MigrationConfiguration = MigrationConfiguration()) throws {
-        guard source.backend != target.backend else {
-            throw SwitchboardError(.invalidArgument, "both sides use backend ID \(source.backend); give each side its own")
-        }
+        try BridgeSide.checkDistinct(source, target)
         self.source = source
         self.target = target
         self.store = store
