@@ -79,17 +79,11 @@ public enum MemoryScenario {
     /// The child's side: opens the store's conversation on an empty memory backend, scrolls `pages` pages back and
     /// returns one JSON line with VmHWM (kB), the window size and how many messages paging added.
     public static func probe(store path: String, pages: Int) async throws -> String {
-        let backend = try MemoryBackend(scheme: .clientAssigned)
-        try backend.createConversation(conversation, members: ["alice", "bob"])
-        let store = try SQLiteStore(path: path)
-        defer { store.close() }
-        let client = ChatClient(adapter: backend.makeAdapter(for: "alice"), store: store)
-        try await client.start()
-        let handle = try await client.open(conversation)
-        var loaded = 0
-        for _ in 0..<pages { loaded += try await handle.loadOlder() }
-        let window = try await handle.timeline().count
-        await client.stop()
+        let (window, loaded) = try await withBenchClient(conversation, store: path) { _, handle in
+            var loaded = 0
+            for _ in 0..<pages { loaded += try await handle.loadOlder() }
+            return (try await handle.timeline().count, loaded)
+        }
         return "{\"vmhwm_kb\":\(peakResidentKilobytes() ?? -1),\"window\":\(window),\"loaded\":\(loaded)}"
     }
 

@@ -34,30 +34,24 @@ enum SendScenario {
 
     /// Seconds from calling `send` until it returns with the message in the timeline (checked after), per send.
     static func sendLatencies(samples: Int, warmup: Int, store path: String) async throws -> [Double] {
-        let backend = try MemoryBackend(scheme: .clientAssigned)
         let conversation: ConversationID = "bench-send"
-        try backend.createConversation(conversation, members: ["alice", "bob"])
-        let store = try SQLiteStore(path: path)
-        defer { store.close() }
-        let client = ChatClient(adapter: backend.makeAdapter(for: "alice"), store: store)
-        try await client.start()
-        let handle = try await client.open(conversation)
-        var latencies: [Double] = []
-        latencies.reserveCapacity(samples)
-        for index in 0..<(warmup + samples) {
-            // `send` returns once the row is stored and its event emitted into the timeline window, so the
-            // clock stops there; the check that it really is the newest row in the timeline runs untimed.
-            let (message, seconds) = try await measure { () async throws -> Message in
-                try await handle.send("benchmark message number \(index)")
+        return try await withBenchClient(conversation, store: path) { client, handle in
+            var latencies: [Double] = []
+            latencies.reserveCapacity(samples)
+            for index in 0..<(warmup + samples) {
+                // `send` returns once the row is stored and its event emitted into the timeline window, so the
+                // clock stops there; the check that it really is the newest row in the timeline runs untimed.
+                let (message, seconds) = try await measure { () async throws -> Message in
+                    try await handle.send("benchmark message number \(index)")
+                }
+                guard try await client.timeline(of: conversation).last?.id == message.id else {
+                    throw BenchError("send \(index) was not the newest message in the timeline")
+                }
+                if index >= warmup { latencies.append(seconds) }
+                await client.waitUntilIdle(timeout: 5)
             }
-            guard try await client.timeline(of: conversation).last?.id == message.id else {
-                throw BenchError("send \(index) was not the newest message in the timeline")
-            }
-            if index >= warmup { latencies.append(seconds) }
-            await client.waitUntilIdle(timeout: 5)
+            return latencies
         }
-        await client.stop()
-        return latencies
     }
 
     /// Seconds per single-row autocommit INSERT of a message-like row on a plain connection.
