@@ -16,7 +16,7 @@ import SwitchboardStore
 /// the server. Async `read` and `write` run on the store's own threads, one per connection, so waiting for a
 /// connection, for a lock another session holds, or before a retry never holds a thread of Swift's cooperative
 /// pool. Do not call the store again from inside a `read` or `write` body.
-public final class PostgresStore: LeaseStore {
+public final class PostgresStore: TransactionalLeaseStore {
     /// The schema holding the tables.
     public let schema: String
     /// The connections.
@@ -92,25 +92,9 @@ public final class PostgresStore: LeaseStore {
 
     // MARK: Leases
 
-    /// Takes the lease `name` for `owner` until `now + ttl` when it is free, expired or already `owner`'s (which
-    /// renews it); returns whether `owner` holds it now. Atomic across processes.
-    public func acquireLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
-        try transaction(isReadOnly: false) { try $0.acquireLease(name, owner: owner, ttl: ttl, now: now) }
-    }
-
-    /// Extends `owner`'s lease to `now + ttl`; false when someone else took it over or it was released.
-    public func renewLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
-        try transaction(isReadOnly: false) { try $0.renewLease(name, owner: owner, ttl: ttl, now: now) }
-    }
-
-    /// Gives up `owner`'s lease; does nothing when `owner` does not hold it.
-    public func releaseLeaseBlocking(_ name: String, owner: String) throws {
-        try transaction(isReadOnly: false) { try $0.releaseLease(name, owner: owner) }
-    }
-
-    /// The owner of the lease at `now`, or nil when it is free or expired.
-    public func leaseOwnerBlocking(_ name: String, now: Date) throws -> String? {
-        try transaction(isReadOnly: true) { try $0.leaseOwner(name, now: now) }
+    /// Runs a lease operation's `body` in one transaction on the calling thread (the lease methods are shared).
+    package func leaseTransaction<T>(isReadOnly: Bool, _ body: (any LeaseTransaction) throws -> T) throws -> T {
+        try transaction(isReadOnly: isReadOnly) { try body($0) }
     }
 
     // MARK: Transactions

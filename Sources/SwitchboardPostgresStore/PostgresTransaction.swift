@@ -625,3 +625,6 @@ final class PostgresTransaction: StoreTransaction {
         SwitchboardError(.corruptStore, "the PostgreSQL schema \(schema) holds an unreadable row: \(detail)")
     }
 }
+
+/// The lease operations are the `leases` section above; `PostgresStore` runs each in a transaction of its own.
+extension PostgresTransaction: LeaseTransaction {}

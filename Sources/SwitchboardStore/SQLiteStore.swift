@@ -8,7 +8,7 @@ import SwitchboardCore
 /// Async `read` and `write` calls run one after another on the store's own thread, which owns the connection
 /// for them; blocking calls from other threads take the same lock. Do not call the store again from inside a
 /// `read` or `write` body: the lock is not reentrant.
-public final class SQLiteStore: LeaseStore {
+public final class SQLiteStore: TransactionalLeaseStore {
     /// The `application_id` in the header of every Switchboard database ("SBRD").
     public static let applicationID: Int32 = SwitchboardSchema.applicationID
 
@@ -69,25 +69,9 @@ public final class SQLiteStore: LeaseStore {
         try transaction(isReadOnly: true) { try body($0) }
     }
 
-    /// Takes the lease `name` for `owner` until `now + ttl` when it is free, expired or already `owner`'s (which
-    /// renews it); returns whether `owner` holds it now.
-    public func acquireLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
-        try transaction(isReadOnly: false) { try $0.acquireLease(name, owner: owner, ttl: ttl, now: now) }
-    }
-
-    /// Extends `owner`'s lease to `now + ttl`; false when someone else took it over or it was released.
-    public func renewLeaseBlocking(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
-        try transaction(isReadOnly: false) { try $0.renewLease(name, owner: owner, ttl: ttl, now: now) }
-    }
-
-    /// Gives up `owner`'s lease; does nothing when `owner` does not hold it.
-    public func releaseLeaseBlocking(_ name: String, owner: String) throws {
-        try transaction(isReadOnly: false) { try $0.releaseLease(name, owner: owner) }
-    }
-
-    /// The owner of the lease at `now`, or nil when it is free or expired.
-    public func leaseOwnerBlocking(_ name: String, now: Date) throws -> String? {
-        try transaction(isReadOnly: true) { try $0.leaseOwner(name, now: now) }
+    /// Runs a lease operation's `body` in one transaction on the calling thread (the lease methods are shared).
+    package func leaseTransaction<T>(isReadOnly: Bool, _ body: (any LeaseTransaction) throws -> T) throws -> T {
+        try transaction(isReadOnly: isReadOnly) { try body($0) }
     }
 
     /// Closes the connection now instead of at deinit; every later call throws a `storage` error.

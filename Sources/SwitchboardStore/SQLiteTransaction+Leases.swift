@@ -3,7 +3,7 @@ import Foundation
 import SwitchboardCore
 
 /// Leases (`leases`): which worker owns which pair.
-extension SQLiteTransaction {
+extension SQLiteTransaction: LeaseTransaction {
     /// Takes the lease when it is free, expired at `now` or already held by `owner` (which renews it).
     func acquireLease(_ name: String, owner: String, ttl: TimeInterval, now: Date) throws -> Bool {
         try perform { connection in
