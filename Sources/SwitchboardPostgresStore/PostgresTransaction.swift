@@ -121,14 +121,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Inserts or replaces a message together with its attachments (in order) and reactions.
     func upsertMessage(_ message: Message) throws {
-        var progress: Double?
-        var failureReason: String?
-        var failureRetryable: Bool?
-        switch message.delivery {
-        case .uploading(let value): progress = value
-        case .failed(let reason, let retryable): (failureReason, failureRetryable) = (reason, retryable)
-        default: break
-        }
+        let (_, progress, failureReason, failureRetryable) = StoreColumns.delivery(message.delivery)
         // PostgreSQL text cannot hold NUL: such a text is kept exactly as bytes, and readably with U+FFFD.
         let text = message.content.text
         let exact: Data? = text.utf8.contains(0) ? Data(text.utf8) : nil
@@ -139,12 +132,7 @@ final class PostgresTransaction: StoreTransaction {
                                       is_outgoing, text_exact)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, decode($16, 'hex'))
             ON CONFLICT (id) DO UPDATE SET
-                conversation = excluded.conversation, sender = excluded.sender, text = excluded.text,
-                reply_to = excluded.reply_to, metadata = excluded.metadata, ts = excluded.ts,
-                has_server_ts = excluded.has_server_ts, edited_at = excluded.edited_at,
-                deleted_at = excluded.deleted_at, delivery = excluded.delivery,
-                delivery_progress = excluded.delivery_progress, failure_reason = excluded.failure_reason,
-                failure_retryable = excluded.failure_retryable, is_outgoing = excluded.is_outgoing,
+                \(StoreColumns.messageUpsertAssignments),
                 text_exact = excluded.text_exact
             """, [
                 message.id, message.conversation, message.sender, readable, message.content.replyTo,
@@ -218,34 +206,24 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Runs a query over `messages` and completes each row with its attachments and reactions (one query each).
     private func loadMessages(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> [Message] {
-        var messages = try rows(sql, parameters) { try decodeMessageRow($0) }
+        let messages = try rows(sql, parameters) { try decodeMessageRow($0) }
         guard !messages.isEmpty else { return [] }
         let ids = PostgresArray.literal(messages.map(\.id.rawValue))
-        var attachments: [MessageID: [Attachment]] = [:]
-        for (messageID, attachment) in try rows("""
+        let attachments = try rows("""
             SELECT message_id, id, filename, mime_type, byte_count, sha256, local_path, remote_location,
                    remote_parameters, upload_state, upload_progress, upload_error
             FROM \(p)attachments WHERE message_id = ANY($1::text[])
             ORDER BY message_id, position
-            """, [ids], { row in (MessageID(try row.string(0)), try decodeAttachment(row)) }) {
-            attachments[messageID, default: []].append(attachment)
-        }
-        var reactions: [MessageID: [Reaction]] = [:]
-        for (messageID, reaction) in try rows("""
+            """, [ids]) { row in (MessageID(try row.string(0)), try decodeAttachment(row)) }
+        let reactions = try rows("""
             SELECT message_id, user_id, symbol, at
             FROM \(p)reactions WHERE message_id = ANY($1::text[])
             ORDER BY message_id, position
-            """, [ids], { row in
+            """, [ids]) { row in
                 (MessageID(try row.string(0)),
                  Reaction(user: UserID(try row.string(1)), symbol: try row.string(2), at: try row.date(3)))
-            }) {
-            reactions[messageID, default: []].append(reaction)
-        }
-        for index in messages.indices {
-            messages[index].content.attachments = attachments[messages[index].id] ?? []
-            messages[index].reactions = reactions[messages[index].id] ?? []
-        }
-        return messages
+            }
+        return StoreColumns.completing(messages, attachments: attachments, reactions: reactions)
     }
 
     /// Decodes one `messages` row selected with `messageColumns` (without attachments and reactions).
@@ -279,7 +257,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Inserts one attachment row of `message` at `position`.
     private func insertAttachment(_ attachment: Attachment, of message: MessageID, position: Int) throws {
-        let (state, progress, error) = Self.uploadColumns(attachment.upload)
+        let (state, progress, error) = StoreColumns.upload(attachment.upload)
         try run("""
             INSERT INTO \(p)attachments (message_id, id, position, filename, mime_type, byte_count, sha256, local_path,
                                          remote_location, remote_parameters, upload_state, upload_progress, upload_error)
@@ -293,7 +271,7 @@ final class PostgresTransaction: StoreTransaction {
 
     /// Replaces one attachment's row (upload state, remote location) of `message`.
     func updateAttachment(_ attachment: Attachment, of message: MessageID) throws {
-        let (state, progress, error) = Self.uploadColumns(attachment.upload)
+        let (state, progress, error) = StoreColumns.upload(attachment.upload)
         let updated = try run("""
             UPDATE \(p)attachments SET filename = $1, mime_type = $2, byte_count = $3, sha256 = $4, local_path = $5,
                 remote_location = $6, remote_parameters = $7, upload_state = $8, upload_progress = $9, upload_error = $10
@@ -305,19 +283,7 @@ final class PostgresTransaction: StoreTransaction {
             ])
         guard updated.affectedRows == 0 else { return }
         let messageExists = try first("SELECT 1 FROM \(p)messages WHERE id = $1", [message]) { _ in true } ?? false
-        guard messageExists else {
-            throw SwitchboardError(.unknownMessage, "no message \(message) is stored")
-        }
-        throw SwitchboardError(.invalidArgument, "message \(message) has no attachment \(attachment.id)")
-    }
-
-    /// The stored columns of an upload state: name, progress while uploading, reason when failed.
-    private static func uploadColumns(_ state: UploadState) -> (String, Double?, String?) {
-        switch state {
-        case .uploading(let progress): (state.storageName, progress, nil)
-        case .failed(let reason): (state.storageName, nil, reason)
-        case .pending, .uploaded: (state.storageName, nil, nil)
-        }
+        throw StoreColumns.attachmentMissing(attachment.id, of: message, messageExists: messageExists)
     }
 
     /// Decodes an attachment whose columns start at index 1 in the order of `loadMessages`.
@@ -385,13 +351,7 @@ final class PostgresTransaction: StoreTransaction {
             ORDER BY backend, remote_id
             """, [mapping.backend, mapping.remoteID, mapping.messageID, mapping.part]) { try Self.decodeMapping($0) }
         if existing == [mapping] { return }
-        let described = existing.map {
-            "\($0.backend)/\($0.remoteID) part \($0.part) → \($0.messageID) in \($0.conversation)"
-        }
-        throw SwitchboardError(.conflict, """
-            cannot map \(mapping.backend)/\(mapping.remoteID) part \(mapping.part) → \(mapping.messageID) \
-            in \(mapping.conversation): already mapped as \(described.joined(separator: "; "))
-            """)
+        throw StoreColumns.mappingConflict(mapping, existing: existing)
     }
 
     /// The message a backend ID maps to.
@@ -444,11 +404,7 @@ final class PostgresTransaction: StoreTransaction {
             INSERT INTO \(p)outbox (message_id, backend, conversation, prepared, no_send, attempts, next_attempt_at,
                                     last_error, status, created_at)
             VALUES ($1, $2, $3, decode($4, 'hex'), $5, $6, $7, $8, $9, $10)
-            ON CONFLICT (message_id) DO UPDATE SET
-                backend = excluded.backend, conversation = excluded.conversation, prepared = excluded.prepared,
-                no_send = excluded.no_send, attempts = excluded.attempts,
-                next_attempt_at = excluded.next_attempt_at, last_error = excluded.last_error,
-                status = excluded.status, created_at = excluded.created_at
+            \(StoreColumns.outboxUpsertConflict)
             """, [
                 entry.messageID, entry.backend, entry.conversation, prepared, entry.noSend, entry.attempts,
                 entry.nextAttemptAt, entry.lastError, entry.status.rawValue, entry.createdAt,

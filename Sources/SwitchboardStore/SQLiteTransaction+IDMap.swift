@@ -31,13 +31,7 @@ extension SQLiteTransaction {
                 return
             }
             if existing == [mapping] { return }
-            let described = existing.map {
-                "\($0.backend)/\($0.remoteID) part \($0.part) → \($0.messageID) in \($0.conversation)"
-            }
-            throw SwitchboardError(.conflict, """
-                cannot map \(mapping.backend)/\(mapping.remoteID) part \(mapping.part) → \(mapping.messageID) \
-                in \(mapping.conversation): already mapped as \(described.joined(separator: "; "))
-                """)
+            throw StoreColumns.mappingConflict(mapping, existing: existing)
         }
     }
 

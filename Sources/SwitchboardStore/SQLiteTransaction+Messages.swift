@@ -39,7 +39,7 @@ extension SQLiteTransaction {
     @discardableResult
     private func writeMessage(_ message: Message, isNew: Bool, keepExisting: Bool = false) throws -> Bool {
         try perform { connection in
-            let (_, progress, failureReason, failureRetryable) = Self.deliveryColumns(message.delivery)
+            let (_, progress, failureReason, failureRetryable) = StoreColumns.delivery(message.delivery)
             try connection.execute(keepExisting ? Self.insertMessageIfAbsentSQL : Self.upsertMessageSQL, [
                     message.id, message.conversation, message.sender, message.content.text, message.content.replyTo,
                     StoreJSON.encode(message.content.metadata), message.timestamp, message.hasServerTimestamp,
@@ -73,12 +73,7 @@ extension SQLiteTransaction {
     private static let upsertMessageSQL = insertMessageSQL + """
 
         ON CONFLICT (id) DO UPDATE SET
-            conversation = excluded.conversation, sender = excluded.sender, text = excluded.text,
-            reply_to = excluded.reply_to, metadata = excluded.metadata, ts = excluded.ts,
-            has_server_ts = excluded.has_server_ts, edited_at = excluded.edited_at,
-            deleted_at = excluded.deleted_at, delivery = excluded.delivery,
-            delivery_progress = excluded.delivery_progress, failure_reason = excluded.failure_reason,
-            failure_retryable = excluded.failure_retryable, is_outgoing = excluded.is_outgoing
+            \(StoreColumns.messageUpsertAssignments)
         """
 
     /// Inserts a message row unless one with its ID exists.
@@ -87,8 +82,8 @@ extension SQLiteTransaction {
     /// Moves a message from `expected` to `state` in one statement; false when absent or in another state.
     @discardableResult
     func updateDelivery(of id: MessageID, from expected: DeliveryState, to state: DeliveryState) throws -> Bool {
-        let columns = Self.deliveryColumns(expected)
-        let update = Self.deliveryColumns(state)
+        let columns = StoreColumns.delivery(expected)
+        let update = StoreColumns.delivery(state)
         return try perform { connection in
             try connection.execute("""
                 UPDATE messages SET delivery = ?, delivery_progress = ?, failure_reason = ?, failure_retryable = ?
@@ -103,8 +98,8 @@ extension SQLiteTransaction {
     /// run per message.
     func updateDeliveries(of ids: [MessageID], from expected: DeliveryState, to state: DeliveryState) throws -> Int {
         guard !ids.isEmpty else { return 0 }
-        let columns = Self.deliveryColumns(expected)
-        let update = Self.deliveryColumns(state)
+        let columns = StoreColumns.delivery(expected)
+        let update = StoreColumns.delivery(state)
         let list = JSONValue.array(ids.map { .string($0.rawValue) }).serialized
         return try perform { connection in
             try connection.execute(Self.updateDeliveriesSQL, [update.name, update.progress, update.reason, update.retryable,
@@ -123,15 +118,6 @@ extension SQLiteTransaction {
         WHERE id IN (SELECT value FROM json_each(?)) AND delivery = CAST(? AS TEXT) AND delivery_progress IS ?
           AND failure_reason IS ? AND failure_retryable IS ?
         """
-
-    /// The stored columns of a delivery state (name, upload progress, failure reason and retryability).
-    private static func deliveryColumns(_ state: DeliveryState) -> (name: String, progress: Double?, reason: String?, retryable: Bool?) {
-        switch state {
-        case .uploading(let progress): (state.storageName, progress, nil, nil)
-        case .failed(let reason, let retryable): (state.storageName, nil, reason, retryable)
-        default: (state.storageName, nil, nil, nil)
-        }
-    }
 
     /// Removes a message and everything hanging off it (attachments, reactions, receipts, mappings, outbox).
     func removeMessage(_ id: MessageID) throws {
@@ -198,34 +184,24 @@ extension SQLiteTransaction {
     /// Runs a query over `messages` and completes each row with its attachments and reactions (one query each).
     private func loadMessages(_ connection: SQLiteConnection, _ sql: String,
                               _ arguments: [(any SQLiteBindable)?]) throws -> [Message] {
-        var messages = try connection.query(sql, arguments) { try decodeMessageRow($0) }
+        let messages = try connection.query(sql, arguments) { try decodeMessageRow($0) }
         guard !messages.isEmpty else { return [] }
         let ids = StoreJSON.encode(messages.map(\.id.rawValue))
-        var attachments: [MessageID: [Attachment]] = [:]
-        for (messageID, attachment) in try connection.query("""
+        let attachments = try connection.query("""
             SELECT message_id, id, filename, mime_type, byte_count, sha256, local_path, remote_location,
                    remote_parameters, upload_state, upload_progress, upload_error
             FROM attachments WHERE message_id IN (SELECT value FROM json_each(?))
             ORDER BY message_id, position
-            """, [ids], { row in (MessageID(row.string(at: 0)), try decodeAttachment(row, from: 1)) }) {
-            attachments[messageID, default: []].append(attachment)
-        }
-        var reactions: [MessageID: [Reaction]] = [:]
-        for (messageID, reaction) in try connection.query("""
+            """, [ids]) { row in (MessageID(row.string(at: 0)), try decodeAttachment(row, from: 1)) }
+        let reactions = try connection.query("""
             SELECT message_id, user_id, symbol, at
             FROM reactions WHERE message_id IN (SELECT value FROM json_each(?))
             ORDER BY message_id, position
-            """, [ids], { row in
+            """, [ids]) { row in
                 (MessageID(row.string(at: 0)),
                  Reaction(user: UserID(row.string(at: 1)), symbol: row.string(at: 2), at: row.date(at: 3)))
-            }) {
-            reactions[messageID, default: []].append(reaction)
-        }
-        for index in messages.indices {
-            messages[index].content.attachments = attachments[messages[index].id] ?? []
-            messages[index].reactions = reactions[messages[index].id] ?? []
-        }
-        return messages
+            }
+        return StoreColumns.completing(messages, attachments: attachments, reactions: reactions)
     }
 
     /// Decodes one `messages` row selected with `messageColumns` (without attachments and reactions).
@@ -256,7 +232,7 @@ extension SQLiteTransaction {
     /// Inserts one attachment row of `message` at `position`.
     private func insertAttachment(_ connection: SQLiteConnection, _ attachment: Attachment, of message: MessageID,
                                   position: Int) throws {
-        let (state, progress, error) = Self.uploadColumns(attachment.upload)
+        let (state, progress, error) = StoreColumns.upload(attachment.upload)
         try connection.execute("""
             INSERT INTO attachments (message_id, id, position, filename, mime_type, byte_count, sha256, local_path,
                                      remote_location, remote_parameters, upload_state, upload_progress, upload_error)
@@ -271,7 +247,7 @@ extension SQLiteTransaction {
     /// Replaces one attachment's row (upload state, remote location) of `message`.
     func updateAttachment(_ attachment: Attachment, of message: MessageID) throws {
         try perform { connection in
-            let (state, progress, error) = Self.uploadColumns(attachment.upload)
+            let (state, progress, error) = StoreColumns.upload(attachment.upload)
             try connection.execute("""
                 UPDATE attachments SET filename = ?, mime_type = ?, byte_count = ?, sha256 = ?, local_path = ?,
                     remote_location = ?, remote_parameters = ?, upload_state = ?, upload_progress = ?, upload_error = ?
@@ -285,19 +261,7 @@ extension SQLiteTransaction {
             let messageExists = try connection.queryFirst("SELECT 1 FROM messages WHERE id = ?", [message]) { _ in
                 true
             } ?? false
-            guard messageExists else {
-                throw SwitchboardError(.unknownMessage, "no message \(message) is stored")
-            }
-            throw SwitchboardError(.invalidArgument, "message \(message) has no attachment \(attachment.id)")
-        }
-    }
-
-    /// The stored columns of an upload state: name, progress while uploading, reason when failed.
-    private static func uploadColumns(_ state: UploadState) -> (String, Double?, String?) {
-        switch state {
-        case .uploading(let progress): (state.storageName, progress, nil)
-        case .failed(let reason): (state.storageName, nil, reason)
-        case .pending, .uploaded: (state.storageName, nil, nil)
+            throw StoreColumns.attachmentMissing(attachment.id, of: message, messageExists: messageExists)
         }
     }
 

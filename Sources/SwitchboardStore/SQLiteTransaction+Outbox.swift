@@ -15,11 +15,7 @@ extension SQLiteTransaction {
             let prepared = entry.prepared.map(StoreJSON.encode)
             try connection.execute("""
                 INSERT INTO outbox (\(Self.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (message_id) DO UPDATE SET
-                    backend = excluded.backend, conversation = excluded.conversation, prepared = excluded.prepared,
-                    no_send = excluded.no_send, attempts = excluded.attempts,
-                    next_attempt_at = excluded.next_attempt_at, last_error = excluded.last_error,
-                    status = excluded.status, created_at = excluded.created_at
+                \(StoreColumns.outboxUpsertConflict)
                 """, [
                     entry.messageID, entry.backend, entry.conversation, prepared, entry.noSend, entry.attempts,
                     entry.nextAttemptAt, entry.lastError, entry.status.rawValue, entry.createdAt,
