@@ -58,24 +58,22 @@ public struct MigrationVerification: Sendable, Hashable {
 }
 
 extension Migration {
+    /// Every message of `bridgeSide`'s conversation; a failure is a `MigrationError` of `side` (source or target).
+    private func history(of bridgeSide: BridgeSide, side: String) async throws -> [RemoteMessage] {
+        do {
+            return try await allMessages(of: bridgeSide)
+        } catch {
+            throw MigrationError(side: side, "cannot read the history of \(bridgeSide.name) conversation "
+                                 + "\(bridgeSide.conversation): \(error)")
+        }
+    }
+
     /// Pages both histories fully and compares them by key: a target message's key (its idempotency key, else
     /// the store's ID map) must be a live source message's `MessageID` (its key, else the ID map, else the
     /// bridge's derivation), with the same text (and attachment count when both sides host attachments).
     public func verify() async throws -> MigrationVerification {
-        let sourceMessages: [RemoteMessage]
-        do {
-            sourceMessages = try await allMessages(of: source)
-        } catch {
-            throw MigrationError(side: "source", "cannot read the history of \(source.name) conversation "
-                                 + "\(source.conversation): \(error)")
-        }
-        let targetMessages: [RemoteMessage]
-        do {
-            targetMessages = try await allMessages(of: target)
-        } catch {
-            throw MigrationError(side: "target", "cannot read the history of \(target.name) conversation "
-                                 + "\(target.conversation): \(error)")
-        }
+        let sourceMessages = try await history(of: source, side: "source")
+        let targetMessages = try await history(of: target, side: "target")
         let limit = configuration.sampleLimit
         let sourceBackend = source.backend, targetBackend = target.backend
         let compareAttachments = source.adapter is any UploadingAdapter && target.adapter is any UploadingAdapter
