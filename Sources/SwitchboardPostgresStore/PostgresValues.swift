@@ -57,43 +57,11 @@ extension Cursor: PostgresBindable {}
 
 /// Hex text for `bytea` values (`decode(…, 'hex')` in, `encode(…, 'hex')` out), independent of `bytea_output`.
 enum PostgresHex {
-    /// The digits, indexed by nibble.
-    private static let digits = Array("0123456789abcdef".utf8)
-
     /// Lowercase hex digits of `data`.
-    static func encode(_ data: Data) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(data.count * 2)
-        for byte in data {
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    static func encode(_ data: Data) -> String { Digest.hex(data) }
 
-    /// The bytes of hex text, or nil when it is not hex.
-    static func decode(_ text: String) -> Data? {
-        let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        var data = Data(capacity: utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
-            data.append(high << 4 | low)
-            index += 2
-        }
-        return data
-    }
-
-    /// The value of one hex digit.
-    private static func nibble(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
+    /// The bytes of hex text (either case), or nil when it is not hex.
+    static func decode(_ text: String) -> Data? { Hex.decode(text).map { Data($0) } }
 }
 
 /// A text array literal (`{"a","b"}`) for a `$n::text[]` parameter.
