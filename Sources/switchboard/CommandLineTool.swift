@@ -312,6 +312,16 @@ enum CommandLineTool {
             + "\n\nRun 'switchboard --help' for every command."
     }
 
+    /// The commands, each a name and what runs it with the arguments after that name.
+    private static var commands: Subcommands {
+        [
+            ("demo", DemoCommand.run), ("conformance", ConformanceCommand.run), ("burst", BurstCommand.run),
+            ("bridge", BridgeCommand.run), ("serve", ServeCommand.run), ("xmtp", XMTPCommand.run),
+            ("migrate", MigrateCommand.run), ("bench", BenchCommand.run), ("supabase", SupabaseCommand.run),
+            ("socketio", SocketIOCommand.run),
+        ]
+    }
+
     /// Runs the command `arguments` name (`<command> --help` prints that command's help); returns the exit status.
     static func run(_ arguments: [String]) async -> Int32 {
         guard let command = arguments.first else {
@@ -337,28 +347,11 @@ enum CommandLineTool {
                 return 0
             case "help":
                 throw UsageError("no command '\(rest.joined(separator: " "))'")
-            case "demo":
-                return try await DemoCommand.run(rest)
-            case "conformance":
-                return try await ConformanceCommand.run(rest)
-            case "burst":
-                return try await BurstCommand.run(rest)
-            case "bridge":
-                return try await BridgeCommand.run(rest)
-            case "serve":
-                return try await ServeCommand.run(rest)
-            case "xmtp":
-                return try await XMTPCommand.run(rest)
-            case "migrate":
-                return try await MigrateCommand.run(rest)
-            case "bench":
-                return try await BenchCommand.run(rest)
-            case "supabase":
-                return try await SupabaseCommand.run(rest)
-            case "socketio":
-                return try await SocketIOCommand.run(rest)
             default:
-                throw UsageError("unknown command '\(command)'")
+                guard let run = commands.first(where: { $0.name == command })?.run else {
+                    throw UsageError("unknown command '\(command)'")
+                }
+                return try await run(rest)
             }
         } catch let error as UsageError {
             let known = !command.hasPrefix("-") && command != "help" && help(for: [command]) != nil
