@@ -60,16 +60,7 @@ extension PostgresTransaction {
     /// Decodes a `bridge_copies` row selected with `bridgeCopyColumns`.
     private func decodeBridgeCopy(_ row: PostgresRow) throws -> BridgeCopy {
         let id = MessageID(try row.string(1))
-        func undecodable() -> SwitchboardError {
-            corruption("the prepared copy of bridged message \(id) cannot be decoded")
-        }
-        var prepared: PreparedMessage?
-        let data: Data?
-        do { data = try row.optionalData(9) } catch { throw undecodable() }
-        if let data {
-            guard let decoded = StoreJSON.decodePreparedMessage(data) else { throw undecodable() }
-            prepared = decoded
-        }
+        let prepared = try preparedMessage(row, at: 9, "the prepared copy of bridged message \(id)")
         return BridgeCopy(pair: try row.string(0), messageID: id, origin: row.optionalString(2).map(BackendID.init),
                           sender: UserID(try row.string(3)), text: String(decoding: try row.data(4), as: UTF8.self),
                           sentAt: try row.date(5), editedAt: try row.optionalDate(6), deletedAt: try row.optionalDate(7),

@@ -447,16 +447,7 @@ final class PostgresTransaction: StoreTransaction {
         guard let status = OutboxStatus(rawValue: statusName) else {
             throw corruption("the outbox entry of \(messageID) has an unknown status '\(statusName)'")
         }
-        func undecodable() -> SwitchboardError {
-            corruption("the prepared request of outbox entry \(messageID) cannot be decoded")
-        }
-        var prepared: PreparedMessage?
-        let data: Data?
-        do { data = try row.optionalData(3) } catch { throw undecodable() }
-        if let data {
-            guard let decoded = StoreJSON.decodePreparedMessage(data) else { throw undecodable() }
-            prepared = decoded
-        }
+        let prepared = try preparedMessage(row, at: 3, "the prepared request of outbox entry \(messageID)")
         return OutboxEntry(
             messageID: messageID, backend: BackendID(try row.string(1)),
             conversation: ConversationID(try row.string(2)), prepared: prepared, noSend: try row.bool(4),
@@ -574,6 +565,18 @@ final class PostgresTransaction: StoreTransaction {
             throw corruption("stored JSON cannot be decoded as \([String: String].self)")
         }
         return dictionary
+    }
+
+    /// The prepared message in the nullable `bytea` column `index` (nil when NULL); unreadable bytes or JSON are
+    /// corruption of `what`.
+    func preparedMessage(_ row: PostgresRow, at index: Int, _ what: @autoclosure () -> String) throws -> PreparedMessage? {
+        let data: Data?
+        do { data = try row.optionalData(index) } catch { throw corruption("\(what()) cannot be decoded") }
+        guard let data else { return nil }
+        guard let prepared = StoreJSON.decodePreparedMessage(data) else {
+            throw corruption("\(what()) cannot be decoded")
+        }
+        return prepared
     }
 
     /// The error for a row this version cannot read.
