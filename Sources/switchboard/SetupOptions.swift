@@ -62,6 +62,18 @@ func setupRequest<T>(_ what: String, at url: URL, hints: [SwitchboardError.Code:
     }
 }
 
+/// A `register` setup command: reads `--url` and `--<account> ID`, registers that account with `register` and
+/// prints the bearer token it returns.
+func runRegister(_ raw: [String], by command: String, account: String,
+                 _ register: (URL, UserID) async throws -> String) async throws -> Int32 {
+    let (options, url) = try Arguments.forServer(raw, allowed: ["url", account], by: command)
+    let id = UserID(try options.required(account, by: command, "ID"))
+    try await setupRequest("registering \(account) \(id)", at: url) {
+        writeLine(try await register(url, id))
+    }
+    return 0
+}
+
 /// Prints that `members` were added to `target`, as the `add-member` setup commands report it.
 func writeAdded(_ members: [UserID], to target: String) {
     writeLine("added \(members.map(\.rawValue).joined(separator: ", ")) to \(target)")

@@ -17,12 +17,9 @@ enum SocketIOCommand {
 
     /// `socketio register`: registers a user and prints its bearer token.
     static func register(_ raw: [String]) async throws -> Int32 {
-        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "user"], by: "socketio register")
-        let user = UserID(try options.required("user", by: "socketio register", "ID"))
-        try await setupRequest("registering user \(user)", at: url) {
-            writeLine(try await SocketIOAccounts(baseURL: url).register(user))
+        try await runRegister(raw, by: "socketio register", account: "user") { url, user in
+            try await SocketIOAccounts(baseURL: url).register(user)
         }
-        return 0
     }
 
     /// `socketio conversation create`: creates a conversation as the token's user (always a member) with the other

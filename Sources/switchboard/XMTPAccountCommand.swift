@@ -8,12 +8,9 @@ import XMTPCrypto
 enum XMTPAccountCommand {
     /// `xmtp register`: registers an inbox and prints its bearer token.
     static func register(_ raw: [String]) async throws -> Int32 {
-        let (options, url) = try Arguments.forServer(raw, allowed: ["url", "inbox"], by: "xmtp register")
-        let inbox = UserID(try options.required("inbox", by: "xmtp register", "ID"))
-        try await setupRequest("registering inbox \(inbox)", at: url) {
-            writeLine(try await XMTPNodeAccounts(baseURL: url).register(inbox))
+        try await runRegister(raw, by: "xmtp register", account: "inbox") { url, inbox in
+            try await XMTPNodeAccounts(baseURL: url).register(inbox)
         }
-        return 0
     }
 
     /// Dispatches `group create` and `group add-member`.
