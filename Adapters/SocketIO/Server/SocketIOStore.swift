@@ -14,12 +14,7 @@ final class SocketIOStore: Sendable {
 
     /// Opens (creating) the database at `path` and applies the schema.
     init(path: String) throws {
-        let sqlite = try SQLiteConnection(path: path)
-        try sqlite.setBusyTimeout(milliseconds: 5000)
-        try sqlite.enableDefensiveMode()
-        try sqlite.executeScript("PRAGMA journal_mode=WAL")
-        try sqlite.executeScript("PRAGMA synchronous=NORMAL")
-        try sqlite.executeScript("PRAGMA foreign_keys=ON")
+        let sqlite = try SQLiteConnection.openServerStore(path: path)
         try sqlite.executeScript("""
             CREATE TABLE IF NOT EXISTS sequence (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
             INSERT OR IGNORE INTO sequence (name, value) VALUES ('global', 0);

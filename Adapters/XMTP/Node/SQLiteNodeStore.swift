@@ -8,12 +8,7 @@ public final class SQLiteNodeStore: XMTPNodeStore {
 
     /// Opens (creating) the database at `path` in WAL mode with a busy timeout and applies the schema.
     public init(path: String) throws {
-        let sqlite = try SQLiteConnection(path: path)
-        try sqlite.setBusyTimeout(milliseconds: 5000)
-        try sqlite.enableDefensiveMode()
-        try sqlite.executeScript("PRAGMA journal_mode=WAL")
-        try sqlite.executeScript("PRAGMA synchronous=NORMAL")
-        try sqlite.executeScript("PRAGMA foreign_keys=ON")
+        let sqlite = try SQLiteConnection.openServerStore(path: path)
         try sqlite.executeScript("""
             CREATE TABLE IF NOT EXISTS inboxes (inbox_id TEXT PRIMARY KEY, created_ns INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS tokens (token_hash TEXT PRIMARY KEY,
