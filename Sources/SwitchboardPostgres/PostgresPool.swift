@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Synchronization
-import SwitchboardPostgres
 
 /// A fixed-size pool of PostgreSQL connections whose blocking libpq calls run on their own threads.
 ///

@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardPostgres
 
@@ -9,22 +7,13 @@ import SwitchboardPostgres
 /// Sequence ids come from a one-row counter updated inside the append transaction: its row lock serialises
 /// appends until commit, so ids are assigned in commit order (a plain sequence would not guarantee that).
 public final class PostgresNodeStore: XMTPNodeStore {
-    private struct Pool {
-        var idle: [PostgresConnection] = []
-        var closed = false
-    }
-
-    private let url: String
-    private let pool = Mutex(Pool())
-    private let slots: DispatchSemaphore
+    private let pool: PostgresPool
 
     /// Connects to `url`, applies the schema and keeps up to `poolSize` connections.
     public init(url: String, poolSize: Int = 4) throws {
-        self.url = url
-        slots = DispatchSemaphore(value: max(1, poolSize))
-        let connection = try PostgresConnection(url: url)
+        pool = PostgresPool(url: url, size: poolSize)
         do {
-            try connection.transaction { connection in
+            try pool.run { connection in try connection.transaction { connection in
                 // Serialises concurrent first starts against the same database.
                 try connection.execute("SELECT pg_advisory_xact_lock(7262737)")
                 try connection.execute("""
@@ -48,45 +37,16 @@ public final class PostgresNodeStore: XMTPNodeStore {
                         content_digest TEXT NOT NULL, content_length BIGINT NOT NULL, expires_ns BIGINT NOT NULL,
                         inbox_id TEXT NOT NULL);
                     """)
-            }
+            } }
         } catch {
-            connection.close()
+            pool.close()
             throw error
         }
-        pool.withLock { $0.idle.append(connection) }
     }
 
     /// Runs `body` with a pooled connection (blocking); a broken connection is dropped.
     @discardableResult
-    private func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        slots.wait()
-        defer { slots.signal() }
-        let reused = try pool.withLock { state -> PostgresConnection? in
-            guard !state.closed else { throw PostgresError(code: .connectionClosed, message: "the store is closed") }
-            return state.idle.popLast()
-        }
-        let connection = try reused ?? PostgresConnection(url: url)
-        do {
-            let value = try body(connection)
-            checkIn(connection)
-            return value
-        } catch let error as PostgresError where error.code == .connectionClosed || error.code == .connectionFailed {
-            connection.close()
-            throw error
-        } catch {
-            checkIn(connection)
-            throw error
-        }
-    }
-
-    private func checkIn(_ connection: PostgresConnection) {
-        let keep = pool.withLock { state -> Bool in
-            guard !state.closed else { return false }
-            state.idle.append(connection)
-            return true
-        }
-        if !keep { connection.close() }
-    }
+    private func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T { try pool.run(body) }
 
     /// `\x…` bytea input text.
     private static func bytea(_ bytes: [UInt8]) -> String { "\\x" + Digest.hex(bytes) }
@@ -288,12 +248,5 @@ public final class PostgresNodeStore: XMTPNodeStore {
     }
 
     /// Closes every idle connection.
-    public func close() {
-        let idle = pool.withLock { state -> [PostgresConnection] in
-            state.closed = true
-            defer { state.idle = [] }
-            return state.idle
-        }
-        for connection in idle { connection.close() }
-    }
+    public func close() { pool.close() }
 }
