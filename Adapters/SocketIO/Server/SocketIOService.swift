@@ -19,7 +19,8 @@ final class SocketIOService: Sendable {
     private let runner: BlockingRunner
     /// Held while a change is committed and published, so listeners see changes in version order.
     private let publishGate = Mutex(0)
-    private let base = Mutex("")
+    /// The base of file URLs, e.g. `http://127.0.0.1:8080`, set once the port is known.
+    let base = ServerBaseURL()
     private let uploads: URL
 
     /// A service over `store`; uploaded files live in `<dataDirectory>/uploads`.
@@ -31,28 +32,12 @@ final class SocketIOService: Sendable {
         self.uploads = configuration.dataDirectory.appendingPathComponent("uploads", isDirectory: true)
     }
 
-    /// The base of file URLs, e.g. `http://127.0.0.1:8080`.
-    var baseURL: String { base.withLock { $0 } }
-
-    /// Sets the base of file URLs once the port is known.
-    func setBaseURL(_ url: String) {
-        var url = url
-        while url.hasSuffix("/") { url.removeLast() }
-        base.withLock { $0 = url }
-    }
-
     // MARK: Dispatch
 
     /// Answers one request; never throws (failures become `{"error":{…}}` bodies).
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
-        do {
-            return try await route(request)
-        } catch let error as SocketIOServerError {
-            return Self.errorResponse(error)
-        } catch {
-            configuration.logger.error("\(request.method) \(request.path) failed: \(error)")
-            return Self.errorResponse(.internal("the server's store failed"))
-        }
+        await .answering(request, logger: configuration.logger, internalError: .internal("the server's store failed"),
+                         respond: Self.errorResponse) { try await route(request) }
     }
 
     /// The error's JSON response.
@@ -303,22 +288,32 @@ final class SocketIOService: Sendable {
     }
 
     /// The window (in milliseconds) has passed since `createdMs`.
+    /// The caller of a change to one message and the message's id, once its token and membership are checked.
+    private func messageTarget(_ request: HTTPServerRequest, _ conversation: String, _ rawID: String) async throws
+        -> (user: String, id: Int64) {
+        let user = try await authenticate(request)
+        try await requireMember(conversation, user)
+        return (user, try SocketIOValidation.messageID(rawID, field: "the message id"))
+    }
+
+    /// `message`, or 404 `message <id> not found` when there is none.
+    private static func found(_ message: SocketIOMessage?, _ id: Int64) throws -> SocketIOMessage {
+        guard let message else { throw SocketIOServerError.notFound("message \(id) not found") }
+        return message
+    }
+
     private static func closed(_ window: Duration, since createdMs: Int64, now: Int64) -> Bool {
         now - createdMs > window.wholeMilliseconds
     }
 
     private func edit(_ request: HTTPServerRequest, _ conversation: String, _ rawID: String) async throws -> HTTPServerResponse {
-        let user = try await authenticate(request)
-        try await requireMember(conversation, user)
-        let id = try SocketIOValidation.messageID(rawID, field: "the message id")
+        let (user, id) = try await messageTarget(request, conversation, rawID)
         let body = try SocketIOJSONBody(request.body)
         let text = try SocketIOValidation.text(try body.requiredString("text"), maxBytes: configuration.maxTextBytes)
         let window = configuration.editWindow
         let message = try await commit(conversation) { store in
             let now = SocketIOTime.nowMs()
-            guard let current = try store.message(conversation: conversation, id: id) else {
-                throw SocketIOServerError.notFound("message \(id) not found")
-            }
+            let current = try Self.found(try store.message(conversation: conversation, id: id), id)
             guard current.senderID == user else { throw SocketIOServerError.forbidden("not_sender", "only the sender may edit") }
             guard !current.isDeleted else { throw SocketIOServerError.conflict("message \(id) is deleted") }
             guard !Self.closed(window, since: current.createdMs, now: now) else {
@@ -327,32 +322,24 @@ final class SocketIOService: Sendable {
             guard !text.isEmpty || !(current.attachments.arrayValue?.isEmpty ?? true) else {
                 throw SocketIOServerError.badRequest("a message needs text or at least one attachment")
             }
-            guard let edited = try store.edit(conversation: conversation, id: id, text: text, nowMs: now) else {
-                throw SocketIOServerError.notFound("message \(id) not found")
-            }
+            let edited = try Self.found(try store.edit(conversation: conversation, id: id, text: text, nowMs: now), id)
             return (edited, "message:edited")
         }
         return Self.ok(message.json)
     }
 
     private func delete(_ request: HTTPServerRequest, _ conversation: String, _ rawID: String) async throws -> HTTPServerResponse {
-        let user = try await authenticate(request)
-        try await requireMember(conversation, user)
-        let id = try SocketIOValidation.messageID(rawID, field: "the message id")
+        let (user, id) = try await messageTarget(request, conversation, rawID)
         let window = configuration.deleteWindow
         let message = try await commit(conversation) { store in
             let now = SocketIOTime.nowMs()
-            guard let current = try store.message(conversation: conversation, id: id) else {
-                throw SocketIOServerError.notFound("message \(id) not found")
-            }
+            let current = try Self.found(try store.message(conversation: conversation, id: id), id)
             guard current.senderID == user else { throw SocketIOServerError.forbidden("not_sender", "only the sender may delete") }
             if current.isDeleted { return (current, nil) }
             guard !Self.closed(window, since: current.createdMs, now: now) else {
                 throw SocketIOServerError.forbidden("delete_window_closed", "the delete window of message \(id) has closed")
             }
-            guard let deleted = try store.delete(conversation: conversation, id: id, nowMs: now) else {
-                throw SocketIOServerError.notFound("message \(id) not found")
-            }
+            let deleted = try Self.found(try store.delete(conversation: conversation, id: id, nowMs: now), id)
             return (deleted, "message:deleted")
         }
         return Self.ok(message.json)
@@ -360,41 +347,30 @@ final class SocketIOService: Sendable {
 
     private func react(_ request: HTTPServerRequest, _ conversation: String, _ rawID: String, remove: Bool) async throws
         -> HTTPServerResponse {
-        let user = try await authenticate(request)
-        try await requireMember(conversation, user)
-        let id = try SocketIOValidation.messageID(rawID, field: "the message id")
+        let (user, id) = try await messageTarget(request, conversation, rawID)
         let emoji = remove ? "" : try SocketIOValidation.emoji(try SocketIOJSONBody(request.body).requiredString("emoji"))
         let message = try await commit(conversation) { store in
-            guard let before = try store.message(conversation: conversation, id: id) else {
-                throw SocketIOServerError.notFound("message \(id) not found")
-            }
+            let before = try Self.found(try store.message(conversation: conversation, id: id), id)
             if !remove && before.isDeleted { throw SocketIOServerError.conflict("message \(id) is deleted") }
             let now = SocketIOTime.nowMs()
-            let after = remove
+            let after = try Self.found(remove
                 ? try store.removeReaction(conversation: conversation, id: id, userID: user, nowMs: now)
-                : try store.setReaction(conversation: conversation, id: id, userID: user, emoji: emoji, nowMs: now)
-            guard let after else { throw SocketIOServerError.notFound("message \(id) not found") }
+                : try store.setReaction(conversation: conversation, id: id, userID: user, emoji: emoji, nowMs: now), id)
             return (after, after.version == before.version ? nil : "message:reaction")
         }
         return Self.ok(message.json)
     }
 
     private func receipt(_ request: HTTPServerRequest, _ conversation: String, _ rawID: String) async throws -> HTTPServerResponse {
-        let user = try await authenticate(request)
-        try await requireMember(conversation, user)
-        let id = try SocketIOValidation.messageID(rawID, field: "the message id")
+        let (user, id) = try await messageTarget(request, conversation, rawID)
         let name = try SocketIOJSONBody(request.body).requiredString("state")
         guard let state = SocketIOReceiptState(name: name) else {
             throw SocketIOServerError.badRequest("state must be delivered or read")
         }
         let message = try await commit(conversation) { store in
-            guard let before = try store.message(conversation: conversation, id: id) else {
-                throw SocketIOServerError.notFound("message \(id) not found")
-            }
-            guard let after = try store.setReceipt(conversation: conversation, id: id, userID: user, state: state,
-                                                   nowMs: SocketIOTime.nowMs()) else {
-                throw SocketIOServerError.notFound("message \(id) not found")
-            }
+            let before = try Self.found(try store.message(conversation: conversation, id: id), id)
+            let after = try Self.found(try store.setReceipt(conversation: conversation, id: id, userID: user, state: state,
+                                                            nowMs: SocketIOTime.nowMs()), id)
             return (after, after.version == before.version ? nil : "message:receipt")
         }
         return Self.ok(message.json)
@@ -460,7 +436,7 @@ final class SocketIOService: Sendable {
             }
             try store.saveUpload(record, nowMs: SocketIOTime.nowMs())
         }
-        return Self.ok(.object([("url", .string("\(baseURL)/files/\(id)")), ("size", .int(Int64(body.count))),
+        return Self.ok(.object([("url", .string("\(base.current)/files/\(id)")), ("size", .int(Int64(body.count))),
                                 ("sha256", .string(actual))]), status: 201)
     }
 

@@ -24,7 +24,8 @@ final class NodeService: Sendable {
     private let runner: BlockingRunner
     /// Held while a batch is committed and published, so listeners see ids in increasing order.
     private let publishGate = Mutex(0)
-    private let base = Mutex("")
+    /// The base of upload URLs, e.g. `http://127.0.0.1:8080`, set once the port is known.
+    let base = ServerBaseURL()
     private let uploads: URL
 
     /// Rows per replay query of a subscription.
@@ -39,28 +40,12 @@ final class NodeService: Sendable {
         self.uploads = configuration.dataDirectory.appendingPathComponent("uploads", isDirectory: true)
     }
 
-    /// The base of upload URLs, e.g. `http://127.0.0.1:8080`.
-    var baseURL: String { base.withLock { $0 } }
-
-    /// Sets the base of upload URLs once the port is known.
-    func setBaseURL(_ url: String) {
-        var url = url
-        while url.hasSuffix("/") { url.removeLast() }
-        base.withLock { $0 = url }
-    }
-
     // MARK: Dispatch
 
     /// Answers one request; never throws (failures become grpc-gateway error bodies).
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
-        do {
-            return try await route(request)
-        } catch let error as XMTPNodeError {
-            return Self.errorResponse(error)
-        } catch {
-            configuration.logger.error("\(request.method) \(request.path) failed: \(error)")
-            return Self.errorResponse(XMTPNodeError(.internal, "the node's store failed"))
-        }
+        await .answering(request, logger: configuration.logger, internalError: XMTPNodeError(.internal, "the node's store failed"),
+                         respond: Self.errorResponse) { try await route(request) }
     }
 
     private func route(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
@@ -278,7 +263,7 @@ final class NodeService: Sendable {
                                         contentLength: parsed.contentLength, expiresNs: expires, inboxID: inbox)
         let store = self.store
         try await runner.run { try store.saveUploadGrant(grant) }
-        let download = "\(baseURL)/upload/v1/objects/\(parsed.contentDigest)"
+        let download = "\(base.current)/upload/v1/objects/\(parsed.contentDigest)"
         return Self.ok(.object([
             ("upload_url", .string("\(download)?token=\(token)")),
             ("download_url", .string(download)),
@@ -325,7 +310,7 @@ final class NodeService: Sendable {
                 throw XMTPNodeError(.internal, "could not store the object (errno \(errno))")
             }
         }
-        return Self.ok(.object([("download_url", .string("\(baseURL)/upload/v1/objects/\(digest)"))]), status: 201)
+        return Self.ok(.object([("download_url", .string("\(base.current)/upload/v1/objects/\(digest)"))]), status: 201)
     }
 
     private func getObject(digest rawDigest: String) async throws -> HTTPServerResponse {

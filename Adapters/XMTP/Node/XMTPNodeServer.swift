@@ -8,14 +8,9 @@ import SwitchboardNet
 /// serves `/mls/v1`, `/identity/v1` and `/upload/v1` over HTTP; `stop()` ends subscriptions, stops the HTTP
 /// server and closes the store. See `NodeService` for the endpoints.
 public final class XMTPNodeServer: Sendable {
-    private struct Running: Sendable {
-        var http: HTTPServer
-        var service: NodeService
-    }
-
     /// The configuration the server was made with.
     public let configuration: XMTPNodeConfiguration
-    private let running = Mutex<Running?>(nil)
+    private let running = ReferenceServerSlot<NodeService, Void>()
 
     /// A server that does nothing until `start()`.
     public init(configuration: XMTPNodeConfiguration) {
@@ -23,60 +18,44 @@ public final class XMTPNodeServer: Sendable {
     }
 
     /// The bound port while running.
-    public var port: Int? { running.withLock { $0?.http.port } }
+    public var port: Int? { running.port }
 
     /// `http://host:port` while running.
-    public var baseURL: URL? { running.withLock { $0.flatMap { URL(string: $0.service.baseURL) } } }
+    public var baseURL: URL? { running.read { URL(string: $0.service.base.current) } ?? nil }
 
     /// Live subscriptions currently registered (tests check closed clients leave none behind).
-    public var activeSubscriptions: Int { running.withLock { $0?.service.hub.listenerCount ?? 0 } }
+    public var activeSubscriptions: Int { running.read { $0.service.hub.listenerCount } ?? 0 }
 
     /// Opens the store, starts serving and returns the bound port.
     @discardableResult
     public func start() async throws -> Int {
         if let port { return port }
         let configuration = self.configuration
-        let runner = BlockingRunner(label: "switchboard.xmtp-node.store")
-        let store: any XMTPNodeStore = try await runner.run {
-            try FileManager.default.createDirectory(at: configuration.dataDirectory.appendingPathComponent("uploads"),
-                                                    withIntermediateDirectories: true)
+        let (runner, store) = try await running.openStore(
+            label: "switchboard.xmtp-node.store", dataDirectory: configuration.dataDirectory) { () throws -> any XMTPNodeStore in
             if let url = configuration.databaseURL {
                 return try PostgresNodeStore(url: url, poolSize: configuration.postgresPoolSize)
             }
             return try SQLiteNodeStore(path: configuration.dataDirectory.appendingPathComponent("xmtp-node.sqlite").path)
         }
         let service = NodeService(configuration: configuration, store: store, runner: runner)
-        var httpConfiguration = HTTPServer.Configuration()
-        httpConfiguration.host = configuration.host
-        httpConfiguration.port = configuration.port
-        httpConfiguration.maxRequestBodySize = max(configuration.maxRequestBodySize, configuration.maxUploadSize) + (64 << 10)
-        httpConfiguration.requestTimeout = .seconds(30)
-        httpConfiguration.workerThreads = max(4, configuration.workerThreads)
+        var httpConfiguration = HTTPServer.Configuration.referenceServer(
+            host: configuration.host, port: configuration.port, maxRequestBodySize: configuration.maxRequestBodySize,
+            maxUploadSize: configuration.maxUploadSize, workerThreads: configuration.workerThreads, logger: configuration.logger)
         httpConfiguration.keepAliveTimeout = configuration.keepAliveTimeout
-        httpConfiguration.logger = configuration.logger
         let http = HTTPServer(configuration: httpConfiguration)
         for (method, prefix) in [(HTTPMethod.post, "/mls/v1"), (.post, "/identity/v1"), (.post, "/upload/v1"),
                                  (.put, "/upload/v1"), (.get, "/upload/v1")] {
             http.route(method, prefix) { request in await service.handle(request) }
         }
-        let port: Int
-        do {
-            port = try http.start()
-        } catch {
-            store.close()
-            throw error
-        }
-        let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
-        service.setBaseURL(configuration.publicBaseURL ?? "http://\(host):\(port)")
-        running.withLock { $0 = Running(http: http, service: service) }
+        let (port, baseURL) = try http.startReferenceServer(publicBaseURL: configuration.publicBaseURL) { store.close() }
+        service.base.set(baseURL)
+        running.set((http: http, service: service, extra: ()))
         return port
     }
 
     /// Ends subscriptions, stops serving and closes the store; safe to call twice.
     public func stop() async {
-        guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
-        current.service.hub.finishAll()
-        await current.http.stop()
-        current.service.store.close()
+        await running.stop { $0.hub.finishAll() } last: { $0.store.close() }
     }
 }
