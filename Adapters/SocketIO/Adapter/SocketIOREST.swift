@@ -23,24 +23,14 @@ final class SocketIOREST: Sendable {
     func setToken(_ value: String) { token.withLock { $0 = value } }
 
     /// Characters left unescaped in a path segment or query component.
-    private static let allowed: CharacterSet = {
-        var set = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        set.insert(charactersIn: "-._~@:")
-        return set
-    }()
+    private static let allowed = RESTURL.allowedCharacters(plus: "-._~@:")
 
     /// Percent-encodes one path segment or query component.
-    static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
-    }
+    static func encode(_ text: String) -> String { RESTURL.encode(text, allowed: allowed) }
 
     /// The URL of `path` (segments already encoded) below the base, with `query`.
     func url(_ path: String, _ query: [(String, String)] = []) -> URL {
-        var text = baseURL.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        text += path
-        if !query.isEmpty { text += "?" + query.map { Self.encode($0.0) + "=" + Self.encode($0.1) }.joined(separator: "&") }
-        return URL(string: text) ?? baseURL
+        RESTURL.url(base: baseURL, path: path, query: query, allowed: Self.allowed)
     }
 
     /// `/conversations/{id}/messages[/{mid}[/suffix]]`.
@@ -80,8 +70,7 @@ final class SocketIOREST: Sendable {
         var request = request
         let token = currentToken
         if isSameOrigin(request.url), !token.isEmpty {
-            request.headers.remove("Authorization")
-            request.headers.add("Authorization", "Bearer \(token)")
+            request.headers.setBearer(token)
         }
         let response: HTTPResponse
         do {

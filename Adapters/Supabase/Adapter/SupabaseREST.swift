@@ -20,26 +20,14 @@ final class SupabaseREST: Sendable {
     }
 
     /// Query-string characters left unescaped: unreserved plus PostgREST's operators and punctuation.
-    private static let allowed: CharacterSet = {
-        var set = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        set.insert(charactersIn: "-._~,()*:")
-        return set
-    }()
+    private static let allowed = RESTURL.allowedCharacters(plus: "-._~,()*:")
 
     /// Percent-encodes one query component (so `+` in a timestamp stays a plus).
-    static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
-    }
+    static func encode(_ text: String) -> String { RESTURL.encode(text, allowed: allowed) }
 
     /// The URL of `path` (below the base) with `query` items in order.
     func url(_ path: String, _ query: [(String, String)] = []) -> URL {
-        var text = baseURL.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        text += path
-        if !query.isEmpty {
-            text += "?" + query.map { Self.encode($0.0) + "=" + Self.encode($0.1) }.joined(separator: "&")
-        }
-        return URL(string: text) ?? baseURL
+        RESTURL.url(base: baseURL, path: path, query: query, allowed: Self.allowed)
     }
 
     /// The headers every request carries (the token is added by `send`).
@@ -86,8 +74,7 @@ final class SupabaseREST: Sendable {
     private func attempt(_ request: HTTPRequest, token: String?) async throws -> HTTPResponse {
         var request = request
         if let token {
-            request.headers.remove("Authorization")
-            request.headers.add("Authorization", "Bearer \(token)")
+            request.headers.setBearer(token)
         }
         do {
             return try await http.send(request)

@@ -51,11 +51,7 @@ final class XMTPNodeClient: Sendable {
     }
 
     /// The URL of `path` below the base.
-    func url(_ path: String) -> URL {
-        var text = baseURL.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        return URL(string: text + path) ?? baseURL
-    }
+    func url(_ path: String) -> URL { RESTURL.url(base: baseURL, path: path) }
 
     /// A JSON `POST` to `path` with the bearer token (none when the token is empty: registration).
     func request(_ path: String, body: JSONValue, timeout: Duration? = .seconds(30)) -> HTTPRequest {
