@@ -362,32 +362,28 @@ public enum ChatSchema {
         CREATE POLICY messages_delete ON public.messages FOR DELETE TO authenticated
           USING (sender_id = (SELECT auth.uid()) AND conversation_id IN (SELECT public.member_conversations()));
 
-        DROP POLICY IF EXISTS reactions_select ON public.reactions;
-        CREATE POLICY reactions_select ON public.reactions FOR SELECT TO authenticated
-          USING (public.can_access_message(message_id));
-        DROP POLICY IF EXISTS reactions_insert ON public.reactions;
-        CREATE POLICY reactions_insert ON public.reactions FOR INSERT TO authenticated
-          WITH CHECK (user_id = auth.uid() AND public.can_access_message(message_id));
-        DROP POLICY IF EXISTS reactions_update ON public.reactions;
-        CREATE POLICY reactions_update ON public.reactions FOR UPDATE TO authenticated
-          USING (user_id = auth.uid() AND public.can_access_message(message_id))
-          WITH CHECK (user_id = auth.uid() AND public.can_access_message(message_id));
-        DROP POLICY IF EXISTS reactions_delete ON public.reactions;
-        CREATE POLICY reactions_delete ON public.reactions FOR DELETE TO authenticated
-          USING (user_id = auth.uid() AND public.can_access_message(message_id));
+        \(userRowPolicies("reactions"))
 
-        DROP POLICY IF EXISTS receipts_select ON public.receipts;
-        CREATE POLICY receipts_select ON public.receipts FOR SELECT TO authenticated
+        \(userRowPolicies("receipts"))
+        """
+
+    /// The policies of a table of users' rows on messages (`reactions`, `receipts`): whoever may see the message
+    /// reads them; each user writes only their own.
+    private static func userRowPolicies(_ table: String) -> String {
+        """
+        DROP POLICY IF EXISTS \(table)_select ON public.\(table);
+        CREATE POLICY \(table)_select ON public.\(table) FOR SELECT TO authenticated
           USING (public.can_access_message(message_id));
-        DROP POLICY IF EXISTS receipts_insert ON public.receipts;
-        CREATE POLICY receipts_insert ON public.receipts FOR INSERT TO authenticated
+        DROP POLICY IF EXISTS \(table)_insert ON public.\(table);
+        CREATE POLICY \(table)_insert ON public.\(table) FOR INSERT TO authenticated
           WITH CHECK (user_id = auth.uid() AND public.can_access_message(message_id));
-        DROP POLICY IF EXISTS receipts_update ON public.receipts;
-        CREATE POLICY receipts_update ON public.receipts FOR UPDATE TO authenticated
+        DROP POLICY IF EXISTS \(table)_update ON public.\(table);
+        CREATE POLICY \(table)_update ON public.\(table) FOR UPDATE TO authenticated
           USING (user_id = auth.uid() AND public.can_access_message(message_id))
           WITH CHECK (user_id = auth.uid() AND public.can_access_message(message_id));
-        DROP POLICY IF EXISTS receipts_delete ON public.receipts;
-        CREATE POLICY receipts_delete ON public.receipts FOR DELETE TO authenticated
+        DROP POLICY IF EXISTS \(table)_delete ON public.\(table);
+        CREATE POLICY \(table)_delete ON public.\(table) FOR DELETE TO authenticated
           USING (user_id = auth.uid() AND public.can_access_message(message_id));
         """
+    }
 }

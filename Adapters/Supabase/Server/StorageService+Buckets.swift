@@ -1,6 +1,7 @@
 import SwitchboardCore
 import Foundation
 import SupabaseProtocol
+import SwitchboardPostgres
 import SwitchboardNet
 
 /// The bucket endpoints: `GET|POST /bucket`, `GET|PUT|DELETE /bucket/{id}`, `POST /bucket/{id}/empty`.
@@ -31,8 +32,7 @@ extension StorageService {
 
     /// `POST /bucket` `{"id","name","public","file_size_limit","allowed_mime_types"}` → `{"name"}`; service_role only.
     func createBucket(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        let identity = try identity(request)
-        guard StorageAccessPolicy.canManageBuckets(identity.role) else { throw StorageError.rowLevelSecurity(table: "buckets") }
+        let identity = try bucketManager(request)
         let body = try jsonBody(request)
         let name = try StoragePath.validateBucketName(try requiredString(body, "name"))
         let id = try StoragePath.validateBucketName(body["id"]?.stringValue ?? name)
@@ -52,9 +52,7 @@ extension StorageService {
 
     /// `PUT /bucket/{id}` `{"public","file_size_limit","allowed_mime_types"}` → `{"message":"Successfully updated"}`.
     func updateBucket(_ id: String, _ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        guard StorageAccessPolicy.canManageBuckets(try identity(request).role) else {
-            throw StorageError.rowLevelSecurity(table: "buckets")
-        }
+        _ = try bucketManager(request)
         let body = try jsonBody(request)
         let isPublic = StorageValues.bool(body["public"])
         let limitValue = body["file_size_limit"]
@@ -72,13 +70,11 @@ extension StorageService {
 
     /// `POST /bucket/{id}/empty`: deletes every object → `{"message":"Successfully emptied"}`.
     func emptyBucket(_ id: String, _ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        guard StorageAccessPolicy.canManageBuckets(try identity(request).role) else {
-            throw StorageError.rowLevelSecurity(table: "buckets")
-        }
+        _ = try bucketManager(request)
         let files = self.files
         try await database { connection in
             let removed = try connection.transaction { connection -> [StorageObjectRow] in
-                guard try StorageCatalog.bucket(connection, id: id, lock: true) != nil else { throw StorageError.noSuchBucket }
+                try Self.lockBucket(connection, id: id)
                 return try StorageCatalog.deleteAllObjects(connection, bucket: id)
             }
             for row in removed { files.remove(bucket: id, key: row.name, version: row.version) }
@@ -88,18 +84,28 @@ extension StorageService {
 
     /// `DELETE /bucket/{id}`: only an empty bucket → `{"message":"Successfully deleted"}`.
     func deleteBucket(_ id: String, _ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        guard StorageAccessPolicy.canManageBuckets(try identity(request).role) else {
-            throw StorageError.rowLevelSecurity(table: "buckets")
-        }
+        _ = try bucketManager(request)
         let files = self.files
         try await database { connection in
             try connection.transaction { connection in
-                guard try StorageCatalog.bucket(connection, id: id, lock: true) != nil else { throw StorageError.noSuchBucket }
+                try Self.lockBucket(connection, id: id)
                 guard try !StorageCatalog.bucketHasObjects(connection, id: id) else { throw StorageError.bucketNotEmpty }
                 _ = try StorageCatalog.deleteBucket(connection, id: id)
             }
             files.removeBucket(id)
         }
         return message("Successfully deleted")
+    }
+
+    /// The caller's identity when it may manage buckets (service_role only); row-level security refuses the rest.
+    private func bucketManager(_ request: HTTPServerRequest) throws -> RequestIdentity {
+        let identity = try identity(request)
+        guard StorageAccessPolicy.canManageBuckets(identity.role) else { throw StorageError.rowLevelSecurity(table: "buckets") }
+        return identity
+    }
+
+    /// Locks bucket `id`'s record for the transaction; no such bucket: `noSuchBucket`.
+    private static func lockBucket(_ connection: PostgresConnection, id: String) throws {
+        guard try StorageCatalog.bucket(connection, id: id, lock: true) != nil else { throw StorageError.noSuchBucket }
     }
 }
