@@ -29,10 +29,9 @@ struct SQLiteStoreTests {
     /// allocation; the first connection turns them off (a busy bridge spent several percent of its CPU there).
     @Test("SQLite's memory statistics are off in this process: allocations take no global lock")
     func memoryStatisticsOff() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.path("store.sqlite"))
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let store = file.store
         try store.writeBlocking { tx in
             for index in 0..<100 { try tx.upsertMessage(Fixtures.message(MessageID("m\(index)"), text: String(repeating: "x", count: 500))) }
         }
@@ -86,11 +85,9 @@ struct SQLiteStoreTests {
 
     @Test("A checkpoint that copied the whole WAL back restarts the WAL itself, so no commit pays the header sync")
     func checkpointRestartsTheWAL() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.path("store.sqlite")
-        let store = try SQLiteStore(path: path)
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let (path, store) = (file.path, file.store)
         let raw = try RawDatabase(path: path)
         #expect(try raw.text("SELECT count FROM wal_restarts") == "0")
         // One checkpoint's worth of commits, then a pause: the background checkpoint catches up and restarts the WAL.
@@ -112,21 +109,18 @@ struct SQLiteStoreTests {
 
     @Test("The store's connection keeps an 8 MB page cache (a burst's dirty pages stay in it until the commit)")
     func pageCache() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.path("store.sqlite"))
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let store = file.store
         #expect(SQLiteStore.pageCacheKiB == 8192)
         #expect(try store.pageCacheSize() == -8192)
     }
 
     @Test("Checkpoints run off the commit path and keep the WAL small; under writes without pause it stays bounded")
     func checkpointsOffTheCommitPath() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.path("store.sqlite")
-        let store = try SQLiteStore(path: path)
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let (path, store) = (file.path, file.store)
         #expect(try store.walAutocheckpoint() == WALCheckpointer.fallbackPages, "commits checkpoint only as a fallback")
         func walSize() -> Int { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0 }
         func write(_ index: Int) throws {
@@ -269,10 +263,9 @@ struct SQLiteStoreTests {
 
     @Test("Reads do not make SQLite compile the cached statements again (no PRAGMA expiring them per read)")
     func readsKeepCompiledStatements() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.path("store.sqlite"))
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let store = file.store
         let before = try store.statementReprepares()
         let rounds = 50
         for index in 0..<rounds {

@@ -103,10 +103,9 @@ struct StoreErrorTests {
 
     @Test("A real SQLITE_FULL (the page limit reached) is a storage error no retry fixes; the store stays usable")
     func realFullDatabase() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.path("store.sqlite"))
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let store = file.store
         try store.writeBlocking { try $0.insertNewMessage(Fixtures.message()) }
         try Self.pragma(store, "PRAGMA max_page_count = 1")  // no lower than the pages in use: the file cannot grow
         let big = String(repeating: "x", count: 64 * 1024)

@@ -57,6 +57,13 @@ struct StoreFactory: Sendable, CustomStringConvertible {
 
     /// Every store the contract runs against.
     static let all: [StoreFactory] = [.sqliteInMemory, .sqliteFile, .postgres]
+
+    /// Opens a fresh store, runs `body` on it and closes it, whether `body` throws or not.
+    func withStore(_ body: (any Store) throws -> Void) throws {
+        let opened = try open()
+        defer { opened.close() }
+        try body(opened.store)
+    }
 }
 
 /// A directory under the system temporary directory, removed by `remove()`.
@@ -76,4 +83,34 @@ struct TemporaryDirectory: Sendable {
 
     /// Deletes the directory and everything in it.
     func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A SQLite store on `store.sqlite` in a fresh temporary directory; `remove()` closes it and deletes the directory.
+struct SQLiteFile {
+    /// The database file's path.
+    let path: String
+    /// The store on it.
+    let store: SQLiteStore
+    /// The directory holding it.
+    private let directory: TemporaryDirectory
+
+    /// Creates the directory and opens the store (removing the directory again when that fails).
+    init() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("store.sqlite")
+        do {
+            store = try SQLiteStore(path: path)
+        } catch {
+            directory.remove()
+            throw error
+        }
+        self.path = path
+        self.directory = directory
+    }
+
+    /// Closes the store and deletes the directory.
+    func remove() {
+        store.close()
+        directory.remove()
+    }
 }

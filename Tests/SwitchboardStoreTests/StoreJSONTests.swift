@@ -181,11 +181,9 @@ struct StoreJSONTests {
     @Test("A stored row holding corrupt metadata, remote parameters or prepared request is reported as corruption",
           arguments: ["metadata", "remote_parameters", "prepared"])
     func corruptRows(_ column: String) throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.path("store.sqlite")
-        let store = try SQLiteStore(path: path)
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let (path, store) = (file.path, file.store)
         var message = Fixtures.message()
         message.content.metadata = ["k": "v"]
         message.content.attachments = [Fixtures.attachment("a.png", upload: .uploaded)]
@@ -221,11 +219,9 @@ struct StoreJSONTests {
 
     @Test("Rows written by earlier versions (JSONEncoder, escaped slashes) still read back")
     func earlierRowsStillRead() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.path("store.sqlite")
-        let store = try SQLiteStore(path: path)
-        defer { store.close() }
+        let file = try SQLiteFile()
+        defer { file.remove() }
+        let (path, store) = (file.path, file.store)
         var message = Fixtures.message()
         message.content.metadata = ["path": "a/b", "emoji": "👍🏽", "quote": "\"\\"]
         let prepared = PreparedMessage(id: message.id, conversation: "room-1", remoteID: "r/1",
