@@ -99,9 +99,7 @@ struct LiveDeliveryTests {
         defer { live.stop() }
         let (one, _) = try await f.send("one", from: f.alice)
         let (two, _) = try await f.send("two", from: f.alice)
-        #expect(await live.waitForMessages(4))
-        await live.settle()
-        #expect(live.messages.map(\.idempotencyKey) == [one.id, one.id, two.id, two.id])
+        #expect(await live.settledMessages(atLeast: 4).map(\.idempotencyKey) == [one.id, one.id, two.id, two.id])
         #expect(live.events.filter(\.isConnected).count == 1)
     }
 
@@ -114,9 +112,7 @@ struct LiveDeliveryTests {
         let (one, _) = try await f.send("one", from: f.alice)
         let (two, _) = try await f.send("two", from: f.alice)
         let (three, _) = try await f.send("three", from: f.alice)
-        #expect(await live.waitForMessages(2))
-        await live.settle()
-        #expect(live.messages.map(\.idempotencyKey) == [two.id, one.id], "the third is held")
+        #expect(await live.settledMessages(atLeast: 2).map(\.idempotencyKey) == [two.id, one.id], "the third is held")
         f.backend.faults.dropLiveStreams()
         #expect(await live.waitUntil { $0.contains { $0.isDisconnected } })
         let tail = Array(live.events.suffix(2))

@@ -67,6 +67,14 @@ final class EventRecorder: Sendable {
 
     /// Lets in-flight events land before asserting that something did not arrive.
     func settle() async { try? await Task.sleep(for: .milliseconds(60)) }
+
+    /// Expects at least `count` messages to arrive, lets in-flight events land and returns every message recorded,
+    /// for checking that no more arrived.
+    func settledMessages(atLeast count: Int, sourceLocation: SourceLocation = #_sourceLocation) async -> [RemoteMessage] {
+        #expect(await waitForMessages(count), sourceLocation: sourceLocation)
+        await settle()
+        return messages
+    }
 }
 
 extension AdapterEvent {

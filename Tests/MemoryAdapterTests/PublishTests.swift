@@ -70,9 +70,7 @@ struct PublishTests {
         #expect(batch == [first, first])
         #expect(f.backend.storedMessageCount(in: f.room) == 1)
         #expect(f.backend.publishCallCount == 4)
-        #expect(await live.waitForMessages(1))
-        await live.settle()
-        #expect(live.messages.count == 1)
+        #expect(await live.settledMessages(atLeast: 1).count == 1)
     }
 
     @Test("a lost response followed by a retry stores one row", arguments: IDScheme.allCases)
@@ -88,9 +86,7 @@ struct PublishTests {
         #expect(receipt.remoteID == (try f.remoteID(of: prepared.id)))
         #expect(f.backend.storedMessageCount(in: f.room) == 1)
         #expect(f.backend.publishCallCount == 2)
-        #expect(await live.waitForMessages(1))
-        await live.settle()
-        #expect(live.messages.count == 1)
+        #expect(await live.settledMessages(atLeast: 1).count == 1)
     }
 
     @Test("failed publishes store nothing and honour retryability", arguments: IDScheme.allCases)

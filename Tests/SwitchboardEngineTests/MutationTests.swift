@@ -154,26 +154,30 @@ struct MutationTests {
 
     // MARK: Reactions
 
+    /// The symbols of alice's reactions to `id` as `client` shows them, sorted.
+    private static func aliceSymbols(on id: MessageID, in client: ChatClient, _ h: Harness) async throws -> [String] {
+        (try await client.message(id)?.reactions.filter { $0.user == h.alice }.map(\.symbol) ?? []).sorted()
+    }
+
+    /// Alice taps `symbol` on `id`; expects her client to show `expected` at once and bob's to come to show it.
+    private static func react(_ symbol: String, on id: MessageID, alice: ChatClient, bob: ChatClient, _ h: Harness,
+                              expecting expected: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        try await alice.react(id, symbol: symbol)
+        #expect(try await aliceSymbols(on: id, in: alice, h) == expected, sourceLocation: sourceLocation)
+        try #require(await eventually { try await aliceSymbols(on: id, in: bob, h) == expected }, sourceLocation: sourceLocation)
+    }
+
     @Test("one reaction per user per symbol: re-tapping toggles, symbols add up; the peer agrees")
     func reactionsToggle() async throws {
         try await withHarness(policy: .onePerUserPerSymbol) { h in
             let (alice, bob, id) = try await Self.sentMessage(h)
-            func symbols(_ client: ChatClient) async throws -> [String] {
-                (try await client.message(id)?.reactions.filter { $0.user == h.alice }.map(\.symbol) ?? []).sorted()
-            }
+            try await Self.react("👍", on: id, alice: alice, bob: bob, h, expecting: ["👍"])
+            try await Self.react("👍", on: id, alice: alice, bob: bob, h, expecting: [])
             try await alice.react(id, symbol: "👍")
-            #expect(try await symbols(alice) == ["👍"])
-            try #require(await eventually { try await symbols(bob) == ["👍"] })
-            try await alice.react(id, symbol: "👍")
-            #expect(try await symbols(alice) == [])
-            try #require(await eventually { try await symbols(bob) == [] })
-            try await alice.react(id, symbol: "👍")
-            try await alice.react(id, symbol: "❤️")
-            #expect(try await symbols(alice) == ["❤️", "👍"].sorted())
-            try #require(await eventually { try await symbols(bob) == ["❤️", "👍"].sorted() })
+            try await Self.react("❤️", on: id, alice: alice, bob: bob, h, expecting: ["❤️", "👍"].sorted())
             // The echo of the changes settles on the same set on alice's side.
             try await alice.synchronize(h.room)
-            #expect(try await symbols(alice) == ["❤️", "👍"].sorted())
+            #expect(try await Self.aliceSymbols(on: id, in: alice, h) == ["❤️", "👍"].sorted())
         }
     }
 
@@ -181,22 +185,13 @@ struct MutationTests {
     func reactionsReplace() async throws {
         try await withHarness(policy: .onePerUser) { h in
             let (alice, bob, id) = try await Self.sentMessage(h)
-            func symbols(_ client: ChatClient) async throws -> [String] {
-                (try await client.message(id)?.reactions.filter { $0.user == h.alice }.map(\.symbol) ?? []).sorted()
-            }
-            try await alice.react(id, symbol: "👍")
-            #expect(try await symbols(alice) == ["👍"])
-            try #require(await eventually { try await symbols(bob) == ["👍"] })
-            try await alice.react(id, symbol: "❤️")
-            #expect(try await symbols(alice) == ["❤️"])
-            try #require(await eventually { try await symbols(bob) == ["❤️"] })
+            try await Self.react("👍", on: id, alice: alice, bob: bob, h, expecting: ["👍"])
+            try await Self.react("❤️", on: id, alice: alice, bob: bob, h, expecting: ["❤️"])
             try await alice.synchronize(h.room)
             try await bob.synchronize(h.room)
-            #expect(try await symbols(alice) == ["❤️"])
-            #expect(try await symbols(bob) == ["❤️"])
-            try await alice.react(id, symbol: "❤️")
-            #expect(try await symbols(alice) == [])
-            try #require(await eventually { try await symbols(bob) == [] })
+            #expect(try await Self.aliceSymbols(on: id, in: alice, h) == ["❤️"])
+            #expect(try await Self.aliceSymbols(on: id, in: bob, h) == ["❤️"])
+            try await Self.react("❤️", on: id, alice: alice, bob: bob, h, expecting: [])
         }
     }
 

@@ -374,18 +374,9 @@ extension NetworkSuites {
 
         /// Whether `stream` yields within `timeout`.
         static func first(of stream: AsyncStream<Void>, within timeout: Duration) async throws -> Bool {
-            try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    var iterator = stream.makeAsyncIterator()
-                    return await iterator.next() != nil
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return false
-                }
-                let first = try await group.next() ?? false
-                group.cancelAll()
-                return first
+            try await NetTest.answers(within: timeout) {
+                var iterator = stream.makeAsyncIterator()
+                return await iterator.next() != nil
             }
         }
     }

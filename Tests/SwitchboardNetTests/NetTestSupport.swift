@@ -15,6 +15,20 @@ enum NetworkSuites {}
 
 /// Fixtures, tools and `/proc` probes shared by the network tests.
 enum NetTest {
+    /// Whether `operation` answers true within `timeout` (false when the time runs out first).
+    static func answers(within timeout: Duration, _ operation: @escaping @Sendable () async -> Bool) async throws -> Bool {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { await operation() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
     /// Whether this process runs only the network suites (`SWITCHBOARD_ISOLATED=1`, as `make test`'s second pass
     /// does): thread and descriptor counts are process-wide, so they are only meaningful without other suites
     /// (Supabase servers, PostgreSQL pools) running in parallel.

@@ -19,19 +19,11 @@ final class WebSocketObservations: Sendable {
 
     /// Waits until `count` connections have ended (at most `timeout`).
     func waitForEnds(_ count: Int, timeout: Duration = .seconds(10)) async throws -> Bool {
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                var iterator = self.closed.stream.makeAsyncIterator()
-                for _ in 0..<count { _ = await iterator.next() }
-                return true
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return false
-            }
-            let first = try await group.next() ?? false
-            group.cancelAll()
-            return first
+        let ends = closed.stream
+        return try await NetTest.answers(within: timeout) {
+            var iterator = ends.makeAsyncIterator()
+            for _ in 0..<count { _ = await iterator.next() }
+            return true
         }
     }
 }
