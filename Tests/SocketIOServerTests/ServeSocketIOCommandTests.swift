@@ -10,19 +10,10 @@ struct ServeSocketIOCommandTests {
     func servesAndStops() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let process = Process()
-        process.executableURL = try SwitchboardExecutable.locate()
-        process.arguments = ["serve", "socketio", "--port", "0", "--data-dir", directory.path, "--page-size", "2",
-                             "--edit-window", "0.5", "--delete-window", "60"]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        let lines = OutputLines(stdout.fileHandleForReading)
-        let first = try await lines.firstLine(timeout: .seconds(60))
-        let match = try #require(first.wholeMatch(of: /listening on http:\/\/127\.0\.0\.1:(\d+)/), "got \(first)")
-        let base = try #require(URL(string: "http://127.0.0.1:\(match.1)"))
+        let child = try SwitchboardChild.start(["serve", "socketio", "--port", "0", "--data-dir", directory.path,
+                                                "--page-size", "2", "--edit-window", "0.5", "--delete-window", "60"])
+        defer { child.killIfRunning() }
+        let (first, base) = try await child.listening()
         let client = HTTPClient()
         let response = try await client.send(HTTPRequest(method: .post, url: base.appendingPathComponent("auth/register"),
                                                          headers: ["Content-Type": "application/json"],
@@ -40,12 +31,9 @@ struct ServeSocketIOCommandTests {
         let page = try await client.send(HTTPRequest(url: base.appendingPathComponent("conversations/c/messages"), headers: auth))
         #expect((JSONBody(page.body)["messages"] as? [Any])?.count == 2, "--page-size is applied")
         #expect(JSONBody(page.body)["hasMore"] as? Bool == true)
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(!process.isRunning, "serve did not exit within 30 s of SIGTERM")
-        #expect(process.terminationStatus == 0)
-        #expect(lines.allLines() == [first], "serve printed more than the one ready line")
+        #expect(await child.terminate(within: .seconds(30)), "serve did not exit within 30 s of SIGTERM")
+        #expect(child.process.terminationStatus == 0)
+        #expect(child.lines.allLines() == [first], "serve printed more than the one ready line")
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("socketio.sqlite").path))
     }
 

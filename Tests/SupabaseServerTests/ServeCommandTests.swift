@@ -16,42 +16,30 @@ struct ServeCommandTests {
         let root = URL(fileURLWithPath: "/tmp").appendingPathComponent("switchboard-serve-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(at: root) }
-        let process = Process()
-        process.executableURL = try SwitchboardExecutable.locate()
-        process.arguments = ["serve", "supabase", "--port", "0", "--data-dir", root.path, "--jwt-secret", Self.secret,
-                             "--jwt-expiry", "120"]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.interrupt(); kill(process.processIdentifier, SIGKILL) } }
-
-        let lines = OutputLines(stdout.fileHandleForReading)
-        let first = try await lines.firstLine(timeout: .seconds(60))
-        let match = try #require(first.wholeMatch(of: /listening on http:\/\/127\.0\.0\.1:(\d+)/), "got \(first)")
-        let port = try #require(Int(match.1))
+        let child = try SwitchboardChild.start(["serve", "supabase", "--port", "0", "--data-dir", root.path,
+                                                "--jwt-secret", Self.secret, "--jwt-expiry", "120"])
+        defer { child.killIfRunning() }
+        let (first, base) = try await child.listening()
 
         let token = JWTSigner(secret: Self.secret).sign(claims: ["role": "service_role",
                                                                   "exp": .int(Int64(Date().timeIntervalSince1970) + 600)])
         let client = HTTPClient()
-        var request = HTTPRequest(method: .get, url: try #require(URL(string: "http://127.0.0.1:\(port)/rest/v1/conversations")))
+        var request = HTTPRequest(method: .get, url: base.appendingPathComponent("rest/v1/conversations"))
         request.headers.add("apikey", token)
         request.headers.add("Authorization", "Bearer \(token)")
         let response = try await client.send(request)
         #expect(response.status == 200)
         // --jwt-expiry sets the lifetime of the tokens /auth/v1 issues.
-        var signUp = HTTPRequest(method: .post, url: try #require(URL(string: "http://127.0.0.1:\(port)/auth/v1/signup")),
+        var signUp = HTTPRequest(method: .post, url: base.appendingPathComponent("auth/v1/signup"),
                                  body: Data(#"{"email":"cli@example.com","password":"cli-password"}"#.utf8))
         signUp.headers.add("apikey", token)
         signUp.headers.add("Content-Type", "application/json")
         let session = JSONValue.parseOrNil(try await client.send(signUp).body)
         #expect(session?["expires_in"]?.intValue == 120, "\(String(describing: session))")
 
-        kill(process.processIdentifier, SIGTERM)
-        let exited = await Self.waitForExit(process, timeout: .seconds(30))
-        #expect(exited, "serve did not exit within 30 s of SIGTERM")
-        #expect(process.terminationStatus == 0)
-        #expect(lines.allLines() == [first], "serve printed more than the one ready line")
+        #expect(await child.terminate(within: .seconds(30)), "serve did not exit within 30 s of SIGTERM")
+        #expect(child.process.terminationStatus == 0)
+        #expect(child.lines.allLines() == [first], "serve printed more than the one ready line")
         let pidFile = root.appendingPathComponent("postgres/postmaster.pid").path
         #expect(!FileManager.default.fileExists(atPath: pidFile), "the private PostgreSQL cluster was left running")
     }
@@ -69,12 +57,6 @@ struct ServeCommandTests {
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
         }
-    }
-
-    private static func waitForExit(_ process: Process, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
-        return !process.isRunning
     }
 }
 

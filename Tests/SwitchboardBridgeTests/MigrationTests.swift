@@ -357,56 +357,41 @@ final class MigrationWorld: Sendable {
     /// Starts `switchboard migrate` and SIGKILLs it once a progress line shows at least `processed` messages;
     /// returns that line.
     func runChildAndKill(afterProcessed processed: Int) async throws -> String {
-        let (arguments, environment) = endpointArguments
-        let process = Process()
-        process.executableURL = try SwitchboardExecutable.locate()
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        let lines = OutputLines(output.fileHandleForReading)
-        try process.run()
+        let child = try startChild()
+        defer { child.killIfRunning() }
         let deadline = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < deadline, process.isRunning {
-            if let line = lines.allLines().first(where: { Self.processed(in: $0).map { $0 >= processed } ?? false }) {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+        while ContinuousClock.now < deadline, child.process.isRunning {
+            if let line = child.lines.allLines().first(where: { Self.processed(in: $0).map { $0 >= processed } ?? false }) {
+                kill(child.process.processIdentifier, SIGKILL)
                 return line
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        throw SwitchboardError(.transport, "the child never reported \(processed) processed; output: \(lines.allLines())")
+        throw SwitchboardError(.transport, "the child never reported \(processed) processed; output: \(child.lines.allLines())")
     }
 
     /// Starts `switchboard migrate`, sends `signal` once a progress line shows at least `processed` messages,
     /// and waits for it to exit; returns its status and everything it printed.
     func runChildAndSignal(_ signal: Int32, afterProcessed processed: Int) async throws -> (status: Int32, output: String) {
-        let (arguments, environment) = endpointArguments
-        let process = Process()
-        process.executableURL = try SwitchboardExecutable.locate()
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        let lines = OutputLines(output.fileHandleForReading)
-        try process.run()
+        let child = try startChild()
         let deadline = ContinuousClock.now + .seconds(120)
         var signalled = false
-        while ContinuousClock.now < deadline, process.isRunning {
-            if !signalled, lines.allLines().contains(where: { Self.processed(in: $0).map { $0 >= processed } ?? false }) {
-                kill(process.processIdentifier, signal)
+        while ContinuousClock.now < deadline, child.process.isRunning {
+            if !signalled, child.lines.allLines().contains(where: { Self.processed(in: $0).map { $0 >= processed } ?? false }) {
+                kill(child.process.processIdentifier, signal)
                 signalled = true
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        child.killIfRunning()
         try await Task.sleep(for: .milliseconds(100))
-        return (process.terminationStatus, lines.allLines().joined(separator: "\n"))
+        return (child.process.terminationStatus, child.lines.allLines().joined(separator: "\n"))
+    }
+
+    /// Starts `switchboard migrate` on the endpoints, its standard error passed through.
+    private func startChild() throws -> SwitchboardChild {
+        let (arguments, environment) = endpointArguments
+        return try SwitchboardChild.start(arguments, environment: environment, standardError: .standardError)
     }
 
     /// The count of a plain progress line `migrated 2,345 of 10,000 ...`.

@@ -11,29 +11,17 @@ extension BackendSuites {
         func servesAndStops(backend: Backend) async throws {
             let directory = try makeTemporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
-            let process = Process()
-            process.executableURL = try SwitchboardExecutable.locate()
             var arguments = ["serve", "xmtp", "--port", "0", "--data-dir", directory.path]
             if backend == .postgres { arguments += ["--database-url", try PostgresTestCluster.required().freshDatabase()] }
-            process.arguments = arguments
-            let stdout = Pipe()
-            process.standardOutput = stdout
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-            let lines = OutputLines(stdout.fileHandleForReading)
-            let first = try await lines.firstLine(timeout: .seconds(60))
-            let match = try #require(first.wholeMatch(of: /listening on http:\/\/127\.0\.0\.1:(\d+)/), "got \(first)")
-            let base = try #require(URL(string: "http://127.0.0.1:\(match.1)"))
+            let child = try SwitchboardChild.start(arguments)
+            defer { child.killIfRunning() }
+            let (first, base) = try await child.listening()
             let response = try await HTTPClient().send(HTTPRequest(method: .post, url: base.appendingPathComponent("identity/v1/register"),
                                                                    body: Data(#"{"inbox_id":"cli"}"#.utf8)))
             #expect(response.status == 200)
-            kill(process.processIdentifier, SIGTERM)
-            let deadline = ContinuousClock.now + .seconds(30)
-            while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            #expect(!process.isRunning, "serve did not exit within 30 s of SIGTERM")
-            #expect(process.terminationStatus == 0)
-            #expect(lines.allLines() == [first], "serve printed more than the one ready line")
+            #expect(await child.terminate(within: .seconds(30)), "serve did not exit within 30 s of SIGTERM")
+            #expect(child.process.terminationStatus == 0)
+            #expect(child.lines.allLines() == [first], "serve printed more than the one ready line")
             let sqlite = FileManager.default.fileExists(atPath: directory.appendingPathComponent("xmtp-node.sqlite").path)
             #expect(sqlite == (backend == .sqlite), "SQLite is used only without --database-url")
         }
