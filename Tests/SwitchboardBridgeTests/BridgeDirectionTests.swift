@@ -124,8 +124,8 @@ extension MemoryAdapter {
 
 /// A memory adapter whose publishes fail (retryably, unless told otherwise) while `closed`; everything else is
 /// delegated.
-final class PublishGate: ChatAdapter, Sendable {
-    private let inner: MemoryAdapter
+final class PublishGate: ForwardingAdapter, Sendable {
+    let inner: MemoryAdapter
     private let state = Mutex(false)
     private let reads = Mutex(0)
     private let refusals = Mutex(0)
@@ -148,13 +148,6 @@ final class PublishGate: ChatAdapter, Sendable {
         set { state.withLock { $0 = newValue } }
     }
 
-    var backend: BackendID { inner.backend }
-    var localUser: UserID { inner.localUser }
-    var capabilities: AdapterCapabilities { inner.capabilities }
-
-    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
-        try await inner.prepare(message, noSend: noSend)
-    }
     func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt {
         if closed {
             refusals.withLock { $0 += 1 }
@@ -162,13 +155,8 @@ final class PublishGate: ChatAdapter, Sendable {
         }
         return try await inner.publish(prepared)
     }
-    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
-    func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
-        try await inner.history(in: conversation, before: cursor, limit: limit)
-    }
     func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
         reads.withLock { $0 += 1 }
         return try await inner.changes(in: conversation, after: cursor, limit: limit)
     }
-    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
 }

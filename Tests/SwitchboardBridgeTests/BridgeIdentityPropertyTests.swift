@@ -173,8 +173,8 @@ private final class KeyClaims: Sendable {
 
 /// A memory adapter whose delivered messages carry the keys their senders claimed (`KeyClaims`): upper-case UUIDs,
 /// empty keys and counters, which the memory backend (lower-case UUID keys only) cannot store itself.
-private final class ClaimingAdapter: EditingAdapter, DeletingAdapter, Sendable {
-    private let inner: MemoryAdapter
+private final class ClaimingAdapter: ForwardingAdapter, EditingAdapter, DeletingAdapter, Sendable {
+    let inner: MemoryAdapter
     private let claims: KeyClaims
 
     /// Wraps `inner`, rewriting the keys of its messages from `claims`.
@@ -183,21 +183,6 @@ private final class ClaimingAdapter: EditingAdapter, DeletingAdapter, Sendable {
         self.claims = claims
     }
 
-    /// The inner adapter's backend.
-    var backend: BackendID { inner.backend }
-    /// The inner adapter's user.
-    var localUser: UserID { inner.localUser }
-    /// The inner adapter's capabilities.
-    var capabilities: AdapterCapabilities { inner.capabilities }
-
-    /// Delegates.
-    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
-        try await inner.prepare(message, noSend: noSend)
-    }
-    /// Delegates.
-    func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt { try await inner.publish(prepared) }
-    /// Delegates.
-    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
     /// The inner history with the claimed keys.
     func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
         var page = try await inner.history(in: conversation, before: cursor, limit: limit)
@@ -213,22 +198,12 @@ private final class ClaimingAdapter: EditingAdapter, DeletingAdapter, Sendable {
         }
         return batch
     }
-    /// Delegates (catch-ups only read `changes`).
-    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
-    /// Delegates.
-    func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
-        try await inner.edit(target, in: conversation, text: text)
-    }
-    /// Delegates.
-    func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
-        try await inner.delete(target, in: conversation)
-    }
 }
 
 /// The hub as a bulk target that republishes by key, as the Supabase-like adapter is, so copies towards it also take
 /// the bridge's batched path (and its split when one message of a batch is refused).
-private final class BulkHubAdapter: BulkPublishingAdapter, EditingAdapter, DeletingAdapter, Sendable {
-    private let inner: MemoryAdapter
+private final class BulkHubAdapter: ForwardingAdapter, BulkPublishingAdapter, EditingAdapter, DeletingAdapter, Sendable {
+    let inner: MemoryAdapter
 
     /// Wraps `inner`.
     init(_ inner: MemoryAdapter) { self.inner = inner }
@@ -237,44 +212,12 @@ private final class BulkHubAdapter: BulkPublishingAdapter, EditingAdapter, Delet
     var bulkPublishLimit: Int { 3 }
     /// The hub's row ID is the key, and a repeat by the same sender is ignored.
     var republishesByKey: Bool { true }
-    /// The inner adapter's backend.
-    var backend: BackendID { inner.backend }
-    /// The inner adapter's user.
-    var localUser: UserID { inner.localUser }
-    /// The inner adapter's capabilities.
-    var capabilities: AdapterCapabilities { inner.capabilities }
 
-    /// Delegates.
-    nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
-        try await inner.prepare(message, noSend: noSend)
-    }
-    /// Delegates.
-    func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt { try await inner.publish(prepared) }
     /// Publishes each in order (the first refusal fails the whole call, as a bulk request would).
     func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
         var receipts: [PublishReceipt] = []
         for message in prepared { receipts.append(try await inner.publish(message)) }
         return receipts
-    }
-    /// Delegates.
-    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
-    /// Delegates.
-    func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
-        try await inner.history(in: conversation, before: cursor, limit: limit)
-    }
-    /// Delegates.
-    func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
-        try await inner.changes(in: conversation, after: cursor, limit: limit)
-    }
-    /// Delegates.
-    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
-    /// Delegates.
-    func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
-        try await inner.edit(target, in: conversation, text: text)
-    }
-    /// Delegates.
-    func delete(_ target: RemoteID, in conversation: ConversationID) async throws {
-        try await inner.delete(target, in: conversation)
     }
 }
 

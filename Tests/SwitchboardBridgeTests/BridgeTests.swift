@@ -479,8 +479,8 @@ final class SeenFlag: Sendable {
 /// A memory adapter that publishes in bulk (slowly) and records prepares and bulk publishes in order; like the
 /// Supabase-like adapter, it can leave the local user's own messages out of reads and live events
 /// (`OwnMessageFilteringAdapter`), and counts the filtered reads.
-final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, OwnMessageFilteringAdapter, Sendable {
-    private let inner: MemoryAdapter
+final class RecordingBulkAdapter: ForwardingAdapter, BulkPublishingAdapter, EditingAdapter, OwnMessageFilteringAdapter, Sendable {
+    let inner: MemoryAdapter
     private let log = Mutex<[String]>([])
     private let readCount = Mutex(0)
     private let delay: Duration
@@ -502,20 +502,12 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, OwnMess
     var events: [String] { log.withLock { $0 } }
     /// How many filtered reads the bridge made.
     var filteredReads: Int { readCount.withLock { $0 } }
-    /// The inner adapter's backend.
-    var backend: BackendID { inner.backend }
-    /// The inner adapter's user.
-    var localUser: UserID { inner.localUser }
-    /// The inner adapter's capabilities.
-    var capabilities: AdapterCapabilities { inner.capabilities }
 
     /// Records and delegates.
     nonisolated(nonsending) func prepare(_ message: OutgoingMessage, noSend: Bool) async throws -> PreparedMessage {
         log.withLock { $0.append("prepare \(message.text)") }
         return try await inner.prepare(message, noSend: noSend)
     }
-    /// Delegates.
-    func publish(_ prepared: PreparedMessage) async throws -> PublishReceipt { try await inner.publish(prepared) }
     /// Records, waits `delay`, publishes each in order.
     func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
         log.withLock { $0.append("publishAll begin \(prepared.count)") }
@@ -524,16 +516,6 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, OwnMess
         for message in prepared { receipts.append(try await inner.publish(message)) }
         log.withLock { $0.append("publishAll end") }
         return receipts
-    }
-    /// Delegates.
-    func latestCursor(in conversation: ConversationID) async throws -> Cursor? { try await inner.latestCursor(in: conversation) }
-    /// Delegates.
-    func history(in conversation: ConversationID, before cursor: Cursor?, limit: Int) async throws -> HistoryPage {
-        try await inner.history(in: conversation, before: cursor, limit: limit)
-    }
-    /// Delegates.
-    func changes(in conversation: ConversationID, after cursor: Cursor?, limit: Int) async throws -> ChangeBatch {
-        try await inner.changes(in: conversation, after: cursor, limit: limit)
     }
     /// The inner changes without own plain messages, read on past pages of nothing else (counted once).
     func changesSkippingOwnPlainMessages(in conversation: ConversationID, after cursor: Cursor?,
@@ -549,8 +531,6 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, OwnMess
             batch = try await inner.changes(in: conversation, after: batch.cursor, limit: limit)
         }
     }
-    /// Delegates.
-    func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent> { inner.liveEvents(in: conversation) }
     /// The inner live events without own messages.
     func liveEventsSkippingOwnMessages(in conversation: ConversationID) -> AsyncStream<AdapterEvent> {
         let events = inner.liveEvents(in: conversation), own = localUser
@@ -564,9 +544,5 @@ final class RecordingBulkAdapter: BulkPublishingAdapter, EditingAdapter, OwnMess
             }
             continuation.onTermination = { _ in task.cancel() }
         }
-    }
-    /// Delegates.
-    func edit(_ target: RemoteID, in conversation: ConversationID, text: String) async throws {
-        try await inner.edit(target, in: conversation, text: text)
     }
 }
