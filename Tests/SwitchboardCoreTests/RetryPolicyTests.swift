@@ -65,14 +65,19 @@ struct OutboxAttemptMachineTests {
         #expect(machine.attempts == 6)
     }
 
-    @Test("random 1 stretches each delay by the full jitter")
-    func fullJitter() {
-        var machine = OutboxAttemptMachine(policy: RetryPolicy(baseDelay: 1, maxDelay: 100, maxAttempts: 5, jitter: 0.5),
-                                           attempts: 0)
-        let delays = (0..<4).map { _ -> TimeInterval? in
-            guard case .retry(let at) = machine.publishFailed(transient, now: now, random: 1) else { return nil }
+    /// The delays a fresh machine on `policy` answers `failures` transient failures in a row with (nil where it
+    /// did not retry), each drawn with `random`.
+    private func retryDelays(_ policy: RetryPolicy, failures: Int, random: Double) -> [TimeInterval?] {
+        var machine = OutboxAttemptMachine(policy: policy, attempts: 0)
+        return (0..<failures).map { _ -> TimeInterval? in
+            guard case .retry(let at) = machine.publishFailed(transient, now: now, random: random) else { return nil }
             return at.timeIntervalSince(now)
         }
+    }
+
+    @Test("random 1 stretches each delay by the full jitter")
+    func fullJitter() {
+        let delays = retryDelays(RetryPolicy(baseDelay: 1, maxDelay: 100, maxAttempts: 5, jitter: 0.5), failures: 4, random: 1)
         #expect(delays == [1.5, 3, 6, 12])
     }
 
@@ -107,12 +112,7 @@ struct OutboxAttemptMachineTests {
 
     @Test("at the cap the delays stop growing")
     func cappedDelays() {
-        var machine = OutboxAttemptMachine(policy: RetryPolicy(baseDelay: 1, maxDelay: 4, maxAttempts: 10, jitter: 0),
-                                           attempts: 0)
-        let delays = (0..<6).map { _ -> TimeInterval? in
-            guard case .retry(let at) = machine.publishFailed(transient, now: now, random: 0.9) else { return nil }
-            return at.timeIntervalSince(now)
-        }
+        let delays = retryDelays(RetryPolicy(baseDelay: 1, maxDelay: 4, maxAttempts: 10, jitter: 0), failures: 6, random: 0.9)
         #expect(delays == [1, 2, 4, 4, 4, 4])
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import SwitchboardEngine
 
 /// Builders for timeline messages.
 enum Fixture {
@@ -17,6 +18,13 @@ enum Fixture {
     /// Messages `m01`, `m02`... at 1, 2... seconds, for each number in `numbers`.
     static func messages(_ numbers: some Sequence<Int>) -> [Message] {
         numbers.map { message(name($0), at: Double($0)) }
+    }
+
+    /// A window of `limit` showing `newest` (message numbers) as the newest page.
+    static func window(limit: Int, newest: ClosedRange<Int>, hasOlder: Bool) -> TimelineWindow {
+        var window = TimelineWindow(limit: limit)
+        window.reset(newest: messages(newest), hasOlder: hasOlder)
+        return window
     }
 
     /// `m07` for 7.

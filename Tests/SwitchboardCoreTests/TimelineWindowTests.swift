@@ -86,8 +86,7 @@ struct TimelineWindowTests {
 
     @Test("a window with newer messages trimmed ignores messages past its newest")
     func hasNewerIgnoresNewer() {
-        var window = TimelineWindow(limit: 3)
-        window.reset(newest: Fixture.messages(5...7), hasOlder: true)
+        var window = Fixture.window(limit: 3, newest: 5...7, hasOlder: true)
         window.prepend(Fixture.messages(3...4))
         #expect(window.messages.ids == ["m03", "m04", "m05"])
         #expect(window.hasNewer)
@@ -103,8 +102,7 @@ struct TimelineWindowTests {
 
     @Test("a message moving out of a hasNewer window's range leaves it")
     func movesOutOfRange() {
-        var window = TimelineWindow(limit: 3)
-        window.reset(newest: Fixture.messages(5...7), hasOlder: true)
+        var window = Fixture.window(limit: 3, newest: 5...7, hasOlder: true)
         window.prepend(Fixture.messages(3...4))
         window.apply(Fixture.message("m04", at: 20))
         #expect(window.messages.ids == ["m03", "m05"])
@@ -114,8 +112,7 @@ struct TimelineWindowTests {
 
     @Test("prepend adds an older page (any order) without duplicates")
     func prependAdds() {
-        var window = TimelineWindow(limit: 10)
-        window.reset(newest: Fixture.messages(6...8), hasOlder: true)
+        var window = Fixture.window(limit: 10, newest: 6...8, hasOlder: true)
         var page = Fixture.messages(3...6)
         page.reverse()
         page.append(Fixture.message("m07", at: 7, text: "stale copy"))
@@ -127,16 +124,14 @@ struct TimelineWindowTests {
 
     @Test("prepend drops duplicates within the page itself")
     func prependDuplicatesInPage() {
-        var window = TimelineWindow(limit: 10)
-        window.reset(newest: Fixture.messages(5...5), hasOlder: true)
+        var window = Fixture.window(limit: 10, newest: 5...5, hasOlder: true)
         window.prepend(Fixture.messages([1, 2, 2, 1]))
         #expect(window.messages.ids == ["m01", "m02", "m05"])
     }
 
     @Test("prepend trims the newest beyond the limit and sets hasNewer")
     func prependTrimsNewest() {
-        var window = TimelineWindow(limit: 5)
-        window.reset(newest: Fixture.messages(6...9), hasOlder: true)
+        var window = Fixture.window(limit: 5, newest: 6...9, hasOlder: true)
         window.prepend(Fixture.messages(3...5))
         #expect(window.messages.ids == Fixture.messages(3...7).ids)
         #expect(window.hasNewer)
@@ -145,8 +140,7 @@ struct TimelineWindowTests {
 
     @Test("reset clears hasNewer and keeps the newest messages")
     func resetClearsHasNewer() {
-        var window = TimelineWindow(limit: 3)
-        window.reset(newest: Fixture.messages(5...7), hasOlder: true)
+        var window = Fixture.window(limit: 3, newest: 5...7, hasOlder: true)
         window.prepend(Fixture.messages(3...4))
         #expect(window.hasNewer)
         window.reset(newest: Fixture.messages([9, 8]), hasOlder: false)
@@ -198,8 +192,7 @@ struct TimelineWindowTests {
     /// everything between it and the page.
     @Test("a partly filled window with older messages beyond it ignores a message older than its oldest")
     func partialWindowIgnoresOlderWhenHasOlder() {
-        var window = TimelineWindow(limit: 10)
-        window.reset(newest: Fixture.messages(50...54), hasOlder: true)
+        var window = Fixture.window(limit: 10, newest: 50...54, hasOlder: true)
         window.apply(Fixture.message("m01", at: 1))
         #expect(window.messages.ids == Fixture.messages(50...54).ids)
         #expect(window.oldest == Fixture.message("m50", at: 50).position)
@@ -207,16 +200,14 @@ struct TimelineWindowTests {
 
     @Test("a partly filled window with nothing older accepts a message older than its oldest")
     func partialWindowAcceptsOlderWhenComplete() {
-        var window = TimelineWindow(limit: 10)
-        window.reset(newest: Fixture.messages(50...54), hasOlder: false)
+        var window = Fixture.window(limit: 10, newest: 50...54, hasOlder: false)
         window.apply(Fixture.message("m01", at: 1))
         #expect(window.messages.ids == Fixture.messages([1, 50, 51, 52, 53, 54]).ids)
     }
 
     @Test("reset that trims the page marks older messages as present")
     func resetTrimSetsHasOlder() {
-        var window = TimelineWindow(limit: 3)
-        window.reset(newest: Fixture.messages(1...5), hasOlder: false)
+        let window = Fixture.window(limit: 3, newest: 1...5, hasOlder: false)
         #expect(window.messages.ids == ["m03", "m04", "m05"])
         #expect(window.hasOlder)
     }
