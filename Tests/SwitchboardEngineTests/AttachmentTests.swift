@@ -46,8 +46,7 @@ struct AttachmentTests {
           arguments: IDScheme.allCases)
     func allSucceed(scheme: IDScheme) async throws {
         try await withHarness(scheme) { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             let names = ["a.bin", "b.bin", "c.bin"]
             let message = try await alice.send("three files", in: h.room, attachments: Self.sources(names))
             try #require(await eventually { try await alice.isPublished(message.id) })
@@ -74,8 +73,7 @@ struct AttachmentTests {
           arguments: IDScheme.allCases)
     func oneOfThreeFails(scheme: IDScheme) async throws {
         try await withHarness(scheme) { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             h.backend.faults.failUploads(named: "b.bin")
             let message = try await alice.send("three files", in: h.room, attachments: Self.sources(["a.bin", "b.bin", "c.bin"]))
             try #require(await eventually { try await alice.isPublished(message.id) })

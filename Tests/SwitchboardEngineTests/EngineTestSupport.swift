@@ -334,6 +334,11 @@ final class Harness: Sendable {
         return client
     }
 
+    /// Alice's and bob's clients, each started with the room open.
+    func openedPair() async throws -> (alice: ChatClient, bob: ChatClient) {
+        (try await opened(alice), try await opened(bob))
+    }
+
     /// A message published straight to the backend by `user` (a peer that does not run the engine).
     @discardableResult
     func peerSend(_ text: String, from user: UserID = "bob", replyTo: RemoteID? = nil) async throws -> MemoryMessageRow {

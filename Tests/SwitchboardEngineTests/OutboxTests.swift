@@ -43,8 +43,7 @@ struct OutboxTests {
     @Test("failed publishes retry under the same key: one row on the backend", arguments: IDScheme.allCases)
     func retriesUnderSameKey(scheme: IDScheme) async throws {
         try await withHarness(scheme) { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             h.backend.faults.failNextPublishes(2)
             let message = try await alice.send("try again", in: h.room)
 
@@ -106,8 +105,7 @@ struct OutboxTests {
     @Test("noSend is held by publishAll and published by publish(id)", arguments: IDScheme.allCases)
     func noSendHeldByPublishAll(scheme: IDScheme) async throws {
         try await withHarness(scheme) { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             let held = try await alice.send("held back", in: h.room, noSend: true)
             #expect(held.delivery == .draft)
             let free = try await alice.send("goes now", in: h.room)
@@ -148,8 +146,7 @@ struct OutboxTests {
     @Test("discard removes a draft (with a removal event); a published message cannot be discarded")
     func discard() async throws {
         try await withHarness { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             let log = try await EventLog.recording(alice, h.room)
             let draft = try await alice.send("never mind", in: h.room, noSend: true)
             try await alice.discard(draft.id)
@@ -250,8 +247,7 @@ struct OutboxTests {
     @Test("the ordered event stream numbers events consecutively and rebuilds the timeline")
     func eventSequenceIsConsecutive() async throws {
         try await withHarness { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             let log = try await EventLog.recording(alice, h.room)
             h.backend.faults.failNextPublishes(1)
             var mine: [MessageID] = []

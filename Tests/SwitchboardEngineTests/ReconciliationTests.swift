@@ -36,8 +36,7 @@ struct ReconciliationTests {
     @Test("messages delivered twice render once", arguments: IDScheme.allCases)
     func duplicateDeliveriesAreOneRow(scheme: IDScheme) async throws {
         try await withHarness(scheme) { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             h.backend.faults.duplicateDeliveries = true
             var ids: [MessageID] = []
             for index in 0..<8 { ids.append(try await bob.send("dup \(index)", in: h.room).id) }
@@ -137,8 +136,7 @@ struct ReconciliationTests {
     @Test("a reply points at the same MessageID on the receiving side", arguments: IDScheme.allCases)
     func replyTargetsMap(scheme: IDScheme) async throws {
         try await withHarness(scheme) { h in
-            let alice = try await h.opened(h.alice)
-            let bob = try await h.opened(h.bob)
+            let (alice, bob) = try await h.openedPair()
             let question = try await alice.send("lunch?", in: h.room)
             try #require(await eventually { try await bob.message(question.id) != nil })
             let answer = try await bob.send("yes", in: h.room, replyTo: question.id)
