@@ -90,7 +90,7 @@ let package = Package(
                                "XMTPConformance", "XMTPCodec", "XMTPCrypto", "SwitchboardBridge", "SwitchboardPostgres",
                                "SwitchboardNet", "CCurl", "CLibPQ"],
                 path: "Sources/SwitchboardBench"),
-        .target(name: "TestSupport", dependencies: ["SwitchboardCore", "SwitchboardPostgres"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["SwitchboardCore", "SwitchboardPostgres", "SwitchboardNet"], path: "Tests/TestSupport"),
         .testTarget(name: "SwitchboardNetTests", dependencies: ["SwitchboardNet", "SwitchboardCore", "TestSupport"],
                     path: "Tests/SwitchboardNetTests",
                     exclude: ["Fixtures"]),

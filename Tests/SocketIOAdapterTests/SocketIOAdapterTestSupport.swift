@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import SocketIOServer
 import SwitchboardCore
 
@@ -23,13 +24,7 @@ struct SocketIOTestServer: Sendable {
     static func with(configure: (inout SocketIOServerConfiguration) -> Void = { _ in },
                      _ body: (SocketIOTestServer) async throws -> Void) async throws {
         let server = try await start(configure: configure)
-        do {
-            try await body(server)
-        } catch {
-            await server.stop()
-            throw error
-        }
-        await server.stop()
+        try await withCleanup({ try await body(server) }, cleanup: { await server.stop() })
     }
 
     /// Stops the server and removes the directory.

@@ -50,40 +50,21 @@ struct Reply: @unchecked Sendable {
     var message: [String: Any] { body.object }
 }
 
+/// The Socket-style server a `SocketIOHarness` runs.
+extension SocketIOServer: HarnessServer {}
+
 /// One running server plus an HTTP client; `with` starts it, runs the body and always stops it.
-final class SocketIOHarness: Sendable {
-    /// The server.
-    let server: SocketIOServer
-    /// `http://127.0.0.1:PORT`.
-    let base: URL
-    /// A shared client.
-    let client = HTTPClient()
-    /// The data directory.
-    let directory: URL
+typealias SocketIOHarness = ServerHarness<SocketIOServer>
 
-    private init(server: SocketIOServer, base: URL, directory: URL) {
-        self.server = server
-        self.base = base
-        self.directory = directory
-    }
-
+extension ServerHarness where Server == SocketIOServer {
     /// Starts a server (after `configure`), runs `body`, stops the server and removes its directory.
     static func with(configure: (inout SocketIOServerConfiguration) -> Void = { _ in },
                      _ body: (SocketIOHarness) async throws -> Void) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var configuration = SocketIOServerConfiguration(dataDirectory: directory)
-        configure(&configuration)
-        let server = SocketIOServer(configuration: configuration)
-        let port = try await server.start()
-        let harness = SocketIOHarness(server: server, base: URL(string: "http://127.0.0.1:\(port)")!, directory: directory)
-        do {
-            try await body(harness)
-        } catch {
-            await server.stop()
-            throw error
-        }
-        await server.stop()
+        try await run(label: "socketio-server-test", make: { directory in
+            var configuration = SocketIOServerConfiguration(dataDirectory: directory)
+            configure(&configuration)
+            return SocketIOServer(configuration: configuration)
+        }, body)
     }
 
     /// Sends `method path` with an optional JSON body (any JSONSerialization value) or raw bytes.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import MemoryAdapter
 import Synchronization
 import SwitchboardCore
@@ -368,13 +369,7 @@ final class Harness: Sendable {
 func withHarness(_ scheme: IDScheme = .clientAssigned, policy: ReactionPolicy = .onePerUserPerSymbol,
                  limits: MemoryWire.Limits = MemoryWire.Limits(), _ body: (Harness) async throws -> Void) async throws {
     let harness = try Harness(scheme: scheme, policy: policy, limits: limits)
-    do {
-        try await body(harness)
-    } catch {
-        await harness.shutdown()
-        throw error
-    }
-    await harness.shutdown()
+    try await withCleanup({ try await body(harness) }, cleanup: { await harness.shutdown() })
 }
 
 // MARK: - Small conveniences

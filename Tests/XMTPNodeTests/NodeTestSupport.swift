@@ -85,42 +85,24 @@ struct JSONBody: @unchecked Sendable {
     }
 }
 
+/// The XMTP-like node a `NodeHarness` runs.
+extension XMTPNodeServer: HarnessServer {}
+
 /// One running node plus an HTTP client, for the HTTP tests.
-final class NodeHarness: Sendable {
-    /// The node.
-    let server: XMTPNodeServer
-    /// `http://127.0.0.1:PORT`.
-    let base: URL
-    /// A shared client.
-    let client = HTTPClient()
-    /// The data directory.
-    let directory: URL
+typealias NodeHarness = ServerHarness<XMTPNodeServer>
 
-    private init(server: XMTPNodeServer, base: URL, directory: URL) {
-        self.server = server
-        self.base = base
-        self.directory = directory
-    }
-
+extension ServerHarness where Server == XMTPNodeServer {
     /// Starts a node on `backend`, runs `body`, stops the node and removes its directory.
     static func with(_ backend: Backend, configure: (inout XMTPNodeConfiguration) -> Void = { _ in },
                      _ body: (NodeHarness) async throws -> Void) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var configuration = XMTPNodeConfiguration(dataDirectory: directory)
-        configuration.subscriptionHeartbeat = .milliseconds(200)
-        if backend == .postgres { configuration.databaseURL = try PostgresTestCluster.required().freshDatabase() }
-        configure(&configuration)
-        let server = XMTPNodeServer(configuration: configuration)
-        let port = try await server.start()
-        let harness = NodeHarness(server: server, base: URL(string: "http://127.0.0.1:\(port)")!, directory: directory)
-        do {
-            try await body(harness)
-        } catch {
-            await server.stop()
-            throw error
-        }
-        await server.stop()
+        let databaseURL = backend == .postgres ? try PostgresTestCluster.required().freshDatabase() : nil
+        try await run(label: "xmtp-node-test", make: { directory in
+            var configuration = XMTPNodeConfiguration(dataDirectory: directory)
+            configuration.subscriptionHeartbeat = .milliseconds(200)
+            if let databaseURL { configuration.databaseURL = databaseURL }
+            configure(&configuration)
+            return XMTPNodeServer(configuration: configuration)
+        }, body)
     }
 
     /// POSTs `json` (any JSONSerialization value) to `path` with an optional bearer token.
