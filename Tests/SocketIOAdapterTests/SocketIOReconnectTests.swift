@@ -7,6 +7,7 @@ import SwitchboardEngine
 import SwitchboardFaults
 import SwitchboardStore
 import Testing
+import TestSupport
 
 /// The receiver's Socket.IO connection is cut again and again while the other user sends (the harness's fault
 /// decorators end the live stream, closing its socket, and subscribe again on a new one): the receiving engine
@@ -23,18 +24,8 @@ struct SocketIOReconnectTests {
             let faults = try #require(fixture.faults as? InjectedFaults)
             let conversation = fixture.conversation
 
-            func client(_ user: UserID) async throws -> ChatClient {
-                let store = try SQLiteStore(path: server.root.appendingPathComponent("\(user).sqlite").path)
-                let configuration = EngineConfiguration(retry: RetryPolicy(baseDelay: 0.02, maxDelay: 0.2, maxAttempts: 50, jitter: 0.2),
-                                                        syncBatchSize: 40,
-                                                        stagingDirectory: server.root.appendingPathComponent("staging-\(user)"))
-                let client = ChatClient(adapter: try await fixture.makeAdapter(user), store: store, configuration: configuration)
-                try await client.start()
-                _ = try await client.open(conversation)
-                return client
-            }
-            let alice = try await client(fixture.alice)
-            let bob = try await client(fixture.bob)
+            let alice = try await fixture.openedClient(fixture.alice, under: server.root, syncBatchSize: 40)
+            let bob = try await fixture.openedClient(fixture.bob, under: server.root, syncBatchSize: 40)
 
             let count = 150
             let cutter = Task {

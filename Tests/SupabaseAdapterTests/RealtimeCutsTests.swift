@@ -8,6 +8,7 @@ import SwitchboardEngine
 import SwitchboardFaults
 import SwitchboardStore
 import Testing
+import TestSupport
 
 /// Two engine clients exchange 1,000 messages over the Supabase-like server while their realtime sockets are
 /// cut 100 times (the harness's fault decorators end the live stream, closing its socket, and join again on a new
@@ -25,18 +26,8 @@ struct RealtimeCutsTests {
         let faults = try #require(fixture.faults as? InjectedFaults)
         let conversation = fixture.conversation
 
-        func client(_ user: UserID) async throws -> ChatClient {
-            let store = try SQLiteStore(path: server.root.appendingPathComponent("\(user).sqlite").path)
-            let configuration = EngineConfiguration(retry: RetryPolicy(baseDelay: 0.02, maxDelay: 0.2, maxAttempts: 50, jitter: 0.2),
-                                                    syncBatchSize: 200,
-                                                    stagingDirectory: server.root.appendingPathComponent("staging-\(user)"))
-            let client = ChatClient(adapter: try await fixture.makeAdapter(user), store: store, configuration: configuration)
-            try await client.start()
-            _ = try await client.open(conversation)
-            return client
-        }
-        let alice = try await client(fixture.alice)
-        let bob = try await client(fixture.bob)
+        let alice = try await fixture.openedClient(fixture.alice, under: server.root, syncBatchSize: 200)
+        let bob = try await fixture.openedClient(fixture.bob, under: server.root, syncBatchSize: 200)
 
         let perSide = 500, cutsPerSide = 100
         // Cut both sockets every 60 ms until each has been cut at least 100 times (a drop that finds a socket
