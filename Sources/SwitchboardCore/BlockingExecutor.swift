@@ -3,9 +3,9 @@ import Foundation
 /// Threads of its own that run blocking work (SQLite, libpq, a retry's pause) for async callers, so Swift's
 /// cooperative pool never waits on a lock, a disk or a database server.
 ///
-/// Jobs run first in, first out on at most `threadLimit` threads, started when work arrives. With one thread the
-/// executor is serial: whatever it owns (an SQLite connection) is only ever touched by that thread. The threads
-/// end when the executor is released and its queued work is done.
+/// Jobs run first in, first out on at most `threads` threads (the `init` argument), started when work arrives.
+/// With one thread the executor is serial: whatever it owns (an SQLite connection) is only ever touched by that
+/// thread. The threads end when the executor is released and its queued work is done.
 public final class BlockingExecutor: Sendable {
     /// The queue and its threads; shared with the threads, which outlive no queued job.
     private let queue: JobQueue
@@ -16,9 +16,6 @@ public final class BlockingExecutor: Sendable {
     }
 
     deinit { queue.close() }
-
-    /// The most jobs that run at once.
-    public var threadLimit: Int { queue.threadLimit }
 
     /// Runs `body` on one of the executor's threads and returns its result; the caller suspends meanwhile.
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

@@ -39,9 +39,6 @@ public struct WaitKey: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The key as stored.
     public var description: String { rawValue }
 
-    /// Whether the key belongs to `family`.
-    public func isIn(_ family: Family) -> Bool { rawValue.hasPrefix(family.prefix) }
-
     /// Encodes as its stored string.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
