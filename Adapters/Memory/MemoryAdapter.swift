@@ -121,11 +121,7 @@ public final class MemoryAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, 
         }
         let location = try await server.upload(data, filename: attachment.filename, in: conversation, as: localUser,
                                                progress: progress)
-        var uploaded = attachment
-        uploaded.byteCount = Int64(data.count)
-        uploaded.remoteLocation = location
-        uploaded.upload = .uploaded
-        return uploaded
+        return attachment.uploaded(data, digest: attachment.sha256, to: location)
     }
 
     /// Downloads the bytes of an uploaded attachment, verifying their SHA-256.

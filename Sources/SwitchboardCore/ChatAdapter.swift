@@ -318,6 +318,29 @@ public protocol ChatAdapter: AnyObject, Sendable {
     func liveEvents(in conversation: ConversationID) -> AsyncStream<AdapterEvent>
 }
 
+/// A network adapter's settings: at least which backend it is and who is signed in.
+public protocol AdapterConfiguration: Sendable {
+    /// This backend's name in ID mappings.
+    var backend: BackendID { get }
+    /// The signed-in user.
+    var localUser: UserID { get }
+}
+
+/// An adapter whose backend and signed-in user come from its configuration.
+public protocol ConfiguredAdapter: ChatAdapter {
+    /// The adapter's settings type.
+    associatedtype Configuration: AdapterConfiguration
+    /// The configuration.
+    var configuration: Configuration { get }
+}
+
+extension ConfiguredAdapter {
+    /// The configured backend name.
+    public var backend: BackendID { configuration.backend }
+    /// The configured signed-in user.
+    public var localUser: UserID { configuration.localUser }
+}
+
 extension ChatAdapter {
     /// Publishes each message in order (adapters with a batch call override this).
     public func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {

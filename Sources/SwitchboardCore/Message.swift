@@ -215,3 +215,30 @@ extension Date {
     /// This date rounded to whole microseconds, the precision every store keeps.
     public var roundedToMicroseconds: Date { TimelinePosition.date(micros: TimelinePosition.micros(self)) }
 }
+
+extension Attachment {
+    /// Checks `data` against `limit` and against the SHA-256 this attachment declares (if any); returns the
+    /// bytes' digest. Every adapter's upload starts here.
+    public func verifiedDigest(of data: Data, limit: Int64) throws -> String {
+        guard Int64(data.count) <= limit else {
+            throw SwitchboardError(.contentTooLarge, "\(filename) exceeds \(limit) bytes")
+        }
+        let digest = Digest.sha256Hex(data)
+        if !sha256.isEmpty, sha256 != digest {
+            throw SwitchboardError(.invalidArgument, "\(filename): bytes do not match the attachment's SHA-256")
+        }
+        return digest
+    }
+
+    /// This attachment once `data` is stored at `location`: digest, size and location set, state `uploaded`.
+    public func uploaded(_ data: Data, digest: String, to location: String,
+                         parameters: [String: String]? = nil) -> Attachment {
+        var uploaded = self
+        uploaded.sha256 = digest
+        uploaded.byteCount = Int64(data.count)
+        uploaded.remoteLocation = location
+        if let parameters { uploaded.remoteParameters = parameters }
+        uploaded.upload = .uploaded
+        return uploaded
+    }
+}

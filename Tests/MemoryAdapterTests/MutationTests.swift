@@ -91,12 +91,18 @@ struct MutationTests {
         #expect(page.reactions.isEmpty && page.receipts.isEmpty)
     }
 
+    /// A fixture with `policy`, a message of Alice's to react to, and Alice's live events recorded.
+    private func reactionFixture(_ scheme: IDScheme, policy: ReactionPolicy) async throws
+        -> (Fixture, RemoteID, EventRecorder) {
+        let f = try Fixture(scheme, policy: policy)
+        #expect(f.bob.reactionPolicy == policy)
+        let (_, target) = try await f.send("react", from: f.alice)
+        return (f, target, EventRecorder.recording(f.alice.liveEvents(in: f.room)))
+    }
+
     @Test("one reaction per user per symbol: re-tapping toggles", arguments: IDScheme.allCases)
     func reactionsPerSymbol(scheme: IDScheme) async throws {
-        let f = try Fixture(scheme, policy: .onePerUserPerSymbol)
-        #expect(f.bob.reactionPolicy == .onePerUserPerSymbol)
-        let (_, target) = try await f.send("react", from: f.alice)
-        let live = EventRecorder.recording(f.alice.liveEvents(in: f.room))
+        let (f, target, live) = try await reactionFixture(scheme, policy: .onePerUserPerSymbol)
         defer { live.stop() }
         let cursor = try await f.bob.latestCursor(in: f.room)
         try await f.bob.setReaction("👍", isActive: true, on: target, in: f.room)
@@ -116,10 +122,7 @@ struct MutationTests {
 
     @Test("one reaction per user: a new symbol replaces the old one, reported removed", arguments: IDScheme.allCases)
     func reactionsOnePerUser(scheme: IDScheme) async throws {
-        let f = try Fixture(scheme, policy: .onePerUser)
-        #expect(f.bob.reactionPolicy == .onePerUser)
-        let (_, target) = try await f.send("react", from: f.alice)
-        let live = EventRecorder.recording(f.alice.liveEvents(in: f.room))
+        let (f, target, live) = try await reactionFixture(scheme, policy: .onePerUser)
         defer { live.stop() }
         try await f.alice.setReaction("🔥", isActive: true, on: target, in: f.room)
         let cursor = try await f.bob.latestCursor(in: f.room)

@@ -11,10 +11,10 @@ import SwitchboardNet
 /// network, `publish` POSTs it and returns the server's ID; the server answers a repeated `clientMessageId` with
 /// the stored message, so a retry or replay never duplicates. Every copy of a message carries its
 /// `clientMessageId` back as the idempotency key, so an echo lands on the optimistic row.
-public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
+public final class SocketIOAdapter: ConfiguredAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
     TypingAdapter, UploadingAdapter, MessageCountingAdapter {
     /// Where the server is and who signs in.
-    public struct Configuration: Sendable {
+    public struct Configuration: AdapterConfiguration {
         /// The server's base URL, e.g. `http://127.0.0.1:8080`.
         public var baseURL: URL
         /// The user's bearer token (from `POST /auth/register`); never logged.
@@ -40,10 +40,6 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// The configuration.
     public let configuration: Configuration
-    /// This backend's name in ID mappings.
-    public var backend: BackendID { configuration.backend }
-    /// The signed-in user.
-    public var localUser: UserID { configuration.localUser }
     /// Server-assigned IDs; WIRE.md's limits; the outbox emulates noSend.
     public let capabilities = AdapterCapabilities(idScheme: .serverAssigned, maxTextBytes: 65_536,
                                                   maxAttachmentBytes: 25 * 1024 * 1024, maxAttachmentsPerMessage: 10,
@@ -306,13 +302,7 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// `POST /uploads` with the bytes, their type and SHA-256 (the server checks it), reporting progress.
     public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
-        guard Int64(data.count) <= capabilities.maxAttachmentBytes else {
-            throw SwitchboardError(.contentTooLarge, "\(attachment.filename) exceeds \(capabilities.maxAttachmentBytes) bytes")
-        }
-        let digest = Digest.sha256Hex(data)
-        if !attachment.sha256.isEmpty, attachment.sha256 != digest {
-            throw SwitchboardError(.invalidArgument, "\(attachment.filename): bytes do not match the attachment's SHA-256")
-        }
+        let digest = try attachment.verifiedDigest(of: data, limit: capabilities.maxAttachmentBytes)
         var headers = HTTPHeaders()
         headers.add("Content-Type", attachment.mimeType.isEmpty ? "application/octet-stream" : attachment.mimeType)
         headers.add("X-Content-SHA256", digest)
@@ -322,12 +312,7 @@ public final class SocketIOAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
             throw SwitchboardError(.transport, "the upload answer has no URL", retryable: true)
         }
         progress(1)
-        var uploaded = attachment
-        uploaded.sha256 = digest
-        uploaded.byteCount = Int64(data.count)
-        uploaded.remoteLocation = url
-        uploaded.upload = .uploaded
-        return uploaded
+        return attachment.uploaded(data, digest: digest, to: url)
     }
 
     /// `GET` the attachment's URL (with the token only on the server's own origin) and checks its SHA-256.

@@ -9,11 +9,11 @@ import SwitchboardNet
 ///
 /// IDs are client-assigned: a message's row `id` is its `MessageID`, so `prepare` knows the backend ID without
 /// the network, and `publish` is an upsert that ignores duplicates — any retry or replay is harmless.
-public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
+public final class SupabaseAdapter: ConfiguredAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
     TypingAdapter, UploadingAdapter, BulkPublishingAdapter, OwnMessageFilteringAdapter, MessageCountingAdapter,
     ConversationCheckingAdapter {
     /// Where the server is and who signs in.
-    public struct Configuration: Sendable {
+    public struct Configuration: AdapterConfiguration {
         /// The server's base URL, e.g. `http://127.0.0.1:54321`.
         public var baseURL: URL
         /// The project's API key (the anon key).
@@ -41,10 +41,6 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
 
     /// The configuration.
     public let configuration: Configuration
-    /// This backend's name in ID mappings.
-    public var backend: BackendID { configuration.backend }
-    /// The signed-in user.
-    public var localUser: UserID { configuration.localUser }
     /// Client-assigned IDs; the outbox emulates noSend.
     public let capabilities = AdapterCapabilities(idScheme: .clientAssigned, maxTextBytes: 64 * 1024,
                                                   maxAttachmentBytes: 50 * 1024 * 1024, maxAttachmentsPerMessage: 10,
@@ -445,13 +441,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
     /// Uploads through a signed upload URL with progress; the attachment's location is `bucket/path`.
     public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
-        guard Int64(data.count) <= capabilities.maxAttachmentBytes else {
-            throw SwitchboardError(.contentTooLarge, "\(attachment.filename) exceeds \(capabilities.maxAttachmentBytes) bytes")
-        }
-        let digest = Digest.sha256Hex(data)
-        if !attachment.sha256.isEmpty, attachment.sha256 != digest {
-            throw SwitchboardError(.invalidArgument, "\(attachment.filename): bytes do not match the attachment's SHA-256")
-        }
+        let digest = try attachment.verifiedDigest(of: data, limit: capabilities.maxAttachmentBytes)
         let path = "\(conversation.rawValue)/\(attachment.id.rawValue)/\(Self.safeName(attachment.filename))"
         let objectPath = "\(configuration.bucket)/\(path)"
         let sign = HTTPRequest(method: .post, url: rest.url("/storage/v1/object/upload/sign/\(Self.encodePath(objectPath))"),
@@ -466,12 +456,7 @@ public final class SupabaseAdapter: ChatAdapter, EditingAdapter, DeletingAdapter
         let put = HTTPRequest(method: .put, url: rest.url("/storage/v1" + relative), headers: headers, timeout: .seconds(120))
         _ = try await rest.upload(put, body: data) { fraction in progress(min(fraction, 0.99)) }
         progress(1)
-        var uploaded = attachment
-        uploaded.sha256 = digest
-        uploaded.byteCount = Int64(data.count)
-        uploaded.remoteLocation = objectPath
-        uploaded.upload = .uploaded
-        return uploaded
+        return attachment.uploaded(data, digest: digest, to: objectPath)
     }
 
     /// Downloads `bucket/path` with the user's token and checks the SHA-256 before returning the bytes.

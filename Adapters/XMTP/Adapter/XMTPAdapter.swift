@@ -14,10 +14,10 @@ import XMTPCrypto
 /// Receipts: XMTP has only `readReceipt:1.0` ("read everything up to here"). `.read` sends one; an incoming read
 /// receipt is reported as `.read` of the latest message by someone else before it. `.delivered` has no XMTP
 /// content type and is a documented no-op. There is no typing indicator (no `TypingAdapter`).
-public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
+public final class XMTPAdapter: ConfiguredAdapter, EditingAdapter, DeletingAdapter, ReactingAdapter, ReceiptAdapter,
     UploadingAdapter, MessageCountingAdapter {
     /// Where the node is, who signs in, and where the local database lives.
-    public struct Configuration: Sendable {
+    public struct Configuration: AdapterConfiguration {
         /// The node's base URL, e.g. `http://127.0.0.1:5556`.
         public var baseURL: URL
         /// The local inbox ID (the `localUser`).
@@ -32,6 +32,8 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         public var backend: BackendID = "xmtp"
         /// Publish attempts before a message is `Failed` (libxmtp: 3).
         public var maxPublishAttempts = 3
+        /// The signed-in user: the local inbox.
+        public var localUser: UserID { inboxID }
 
         /// A configuration for `inboxID` at `baseURL`.
         public init(baseURL: URL, inboxID: UserID, token: String, databasePath: String,
@@ -46,10 +48,6 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
 
     /// The configuration.
     public let configuration: Configuration
-    /// This backend's name in ID mappings.
-    public var backend: BackendID { configuration.backend }
-    /// The local inbox.
-    public var localUser: UserID { configuration.inboxID }
     /// Content-derived IDs; noSend is native (a row without an intent).
     public let capabilities = AdapterCapabilities(idScheme: .contentDerived, maxTextBytes: 64 * 1024,
                                                   maxAttachmentBytes: 25 * 1024 * 1024, maxAttachmentsPerMessage: 10,
@@ -523,13 +521,7 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
     /// with progress; the attachment's location is the download URL and its parameters the decryption secrets.
     public func upload(_ attachment: Attachment, data: Data, in conversation: ConversationID,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> Attachment {
-        guard Int64(data.count) <= capabilities.maxAttachmentBytes else {
-            throw SwitchboardError(.contentTooLarge, "\(attachment.filename) exceeds \(capabilities.maxAttachmentBytes) bytes")
-        }
-        let digest = Digest.sha256Hex(data)
-        if !attachment.sha256.isEmpty, attachment.sha256 != digest {
-            throw SwitchboardError(.invalidArgument, "\(attachment.filename): bytes do not match the attachment's SHA-256")
-        }
+        let digest = try attachment.verifiedDigest(of: data, limit: capabilities.maxAttachmentBytes)
         let plaintext = XMTPAttachment(filename: attachment.filename, mimeType: attachment.mimeType, data: [UInt8](data))
             .encoded().encoded()
         let (ciphertext, secrets): ([UInt8], RemoteAttachmentSecrets)
@@ -542,15 +534,10 @@ public final class XMTPAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Re
         try await node.put(presigned.uploadURL, body: Data(ciphertext)) { fraction in progress(min(fraction, 0.99)) }
         progress(1)
         let scheme = (URL(string: presigned.downloadURL)?.scheme ?? "https") + "://"
-        var uploaded = attachment
-        uploaded.sha256 = digest
-        uploaded.byteCount = Int64(data.count)
-        uploaded.remoteLocation = presigned.downloadURL
-        uploaded.remoteParameters = ["contentDigest": secrets.contentDigest, "secret": secrets.secretHex, "salt": secrets.saltHex,
-                                     "nonce": secrets.nonceHex, "scheme": scheme, "contentLength": String(ciphertext.count),
-                                     "filename": attachment.filename]
-        uploaded.upload = .uploaded
-        return uploaded
+        let parameters = ["contentDigest": secrets.contentDigest, "secret": secrets.secretHex, "salt": secrets.saltHex,
+                          "nonce": secrets.nonceHex, "scheme": scheme, "contentLength": String(ciphertext.count),
+                          "filename": attachment.filename]
+        return attachment.uploaded(data, digest: digest, to: presigned.downloadURL, parameters: parameters)
     }
 
     /// Fetches the encrypted payload, checks its digest, decrypts, decodes the `attachment:1.0` content and checks
