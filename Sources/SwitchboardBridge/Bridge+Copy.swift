@@ -210,32 +210,6 @@ extension Bridge {
         return BridgeDecision.isCopy(message, madeFrom: target.backend)
     }
 
-    /// `resolve` and `copyState` of every message of a page that may go in a batch, in one read transaction
-    /// (one per message otherwise), by source remote ID.
-    func copyStates(of changes: [RemoteChange], skipping settled: Set<Int>, from source: BridgeSide,
-                            to target: BridgeSide) async throws -> [RemoteID: (id: MessageID, state: BridgeCopyState)] {
-        let candidates: [RemoteMessage] = changes.indices.compactMap { index in
-            guard !settled.contains(index), case .message(let message) = changes[index], isPlain(message, from: source, to: target)
-            else { return nil }
-            return message
-        }
-        guard !candidates.isEmpty else { return [:] }
-        let (targetBackend, pair) = (target.backend, pair)
-        let resolved = try await store.read { tx in
-            var states: [(message: RemoteMessage, resolution: MessageIdentity.Resolution, state: BridgeCopyState)] = []
-            for message in candidates {
-                let resolution = try Self.identify(message, on: source, pair: pair, in: tx)
-                states.append((message, resolution, try Self.copyState(resolution.id, towards: targetBackend, pair: pair, in: tx)))
-            }
-            return states
-        }
-        var states: [RemoteID: (id: MessageID, state: BridgeCopyState)] = [:]
-        for entry in resolved {
-            states[entry.message.remoteID] = (noted(entry.resolution, of: entry.message, on: source), entry.state)
-        }
-        return states
-    }
-
     /// Records, before the publish, everything a restart needs to finish it: the target ID when the scheme knows
     /// it, the ledger entry pending towards the target, and the prepared copy itself (so a restart republishes
     /// these bytes, not a fresh preparation of content that may have been edited since).
@@ -398,15 +372,17 @@ extension Bridge {
         return StagedCopy(run: run, prepared: prepared, source: source, target: target)
     }
 
-    /// `copy`'s steps after the publish: record the receipts, count, and apply operations that waited.
-    func finish(_ staged: StagedCopy, receipts: [PublishReceipt]) async throws {
+    /// `copy`'s steps after the publish: record the receipts (and, with `advancing`, the source's cursor past the
+    /// batch's page) in one transaction, count, and apply operations that waited.
+    func finish(_ staged: StagedCopy, receipts: [PublishReceipt], advancing pageEnd: PageEnd? = nil) async throws {
         let (run, prepared, source, target) = (staged.run, staged.prepared, staged.source, staged.target)
         guard receipts.count == prepared.count else {
             throw SwitchboardError(.transport, "\(target.name) returned \(receipts.count) receipts for \(prepared.count) messages",
                                    retryable: true)
         }
         let pair = self.pair
-        try await store.write { tx in
+        let waitKeys = run.map { WaitKey.copy($0.id, towards: target.backend) }
+        let waiting = try await store.write { tx in
             for index in run.indices {
                 // A target ID known at prepare was recorded with the batch; only a different or new one is recorded now.
                 let remote = receipts[index].remoteID ?? prepared[index].remoteID
@@ -414,7 +390,10 @@ extension Bridge {
             }
             // The batch's ledger entries leave `pending` together: one statement, not one per message.
             try tx.markBridgeCopiesPublished(run.map(\.id), pair: pair)
+            if let pageEnd { try tx.setBridgeCursor(pageEnd.cursor, pair: pair, backend: source.backend) }
+            return try tx.bridgeWaitKeys(pair: pair, among: waitKeys)
         }
+        if let pageEnd { cursors[source.backend] = pageEnd.cursor }
         for planned in run {
             counted(planned.message, id: planned.id, from: source)
             try await releaseHeld(supersededBy: .message(planned.message), from: source)
@@ -423,8 +402,6 @@ extension Bridge {
             // Replies waiting for these are copied at the pass's next safe point (nothing in flight then).
             copiedSinceReplyCheck[source.backend, default: []] += run.map(\.message.remoteID)
         }
-        let waitKeys = run.map { WaitKey.copy($0.id, towards: target.backend) }
-        let waiting = try await store.read { try $0.bridgeWaitKeys(pair: pair, among: waitKeys) }
         let waited = waiting.isEmpty ? [] : run.indices.filter { waiting.contains(waitKeys[$0]) }
         for index in waited { try await flushWaiting(for: run[index].id, on: target) }
     }

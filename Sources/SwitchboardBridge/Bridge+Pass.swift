@@ -33,9 +33,12 @@ extension Bridge {
         let cursor: Cursor?
         if let inFlight, ownInFlight {
             cursor = inFlight.cursor
+        } else if let known = cursors[source.backend] {
+            cursor = known
         } else {
             let pair = self.pair
             cursor = try await store.read { try $0.bridgeCursor(pair: pair, backend: source.backend) }
+            cursors[source.backend] = cursor
         }
         let bulk = configuration.batchCopies ? target.adapter as? any BulkPublishingAdapter : nil
         let span = max(1, bulk?.bulkPublishLimit ?? 1)
@@ -52,9 +55,11 @@ extension Bridge {
         }
         var run: [PlannedCopy] = []
         var planned = Set<MessageID>()
-        let settled = try await settledEchoes(in: batch.changes, from: source, to: target)
-        // The page's copy states, read at once; dropped as soon as anything is written before they are used.
-        var states = bulk == nil ? [:] : try await copyStates(of: batch.changes, skipping: settled, from: source, to: target)
+        // The page's echoes and copy states, read at once; the states are dropped as soon as anything is written
+        // before they are used.
+        let facts = try await pageFacts(of: batch.changes, from: source, to: target, batching: bulk != nil)
+        let settled = facts.settled
+        var states = facts.states
         for (index, change) in batch.changes.enumerated() {
             if stopping { return PassResult(moved: false, hasMore: false) }
             if settled.contains(index) { continue }
@@ -124,7 +129,14 @@ extension Bridge {
         var source: BridgeSide { staged.source }
     }
 
-    /// Waits for the batch in flight (if any), records it and stores its page's cursor.
+    /// A page's end: the source cursor to store once everything on the page is bridged.
+    struct PageEnd {
+        /// The cursor after the page.
+        var cursor: Cursor?
+    }
+
+    /// Waits for the batch in flight (if any), records it and stores its page's cursor (in the same transaction
+    /// when the batch went through).
     ///
     /// With `next`, the next batch's publish starts as soon as this one's has returned, before this one is recorded:
     /// the target still receives the batches in order, and the bookkeeping leaves the publishes' critical path. A
@@ -137,6 +149,7 @@ extension Bridge {
         }
         inFlight = nil
         let source = current.source
+        let pageEnd = current.cursor != current.storedCursor ? PageEnd(cursor: current.cursor) : nil
         do {
             // The publish runs in a task of its own: cancelling the caller cancels it too, as a direct call would.
             let receipts = try await withTaskCancellationHandler {
@@ -145,7 +158,8 @@ extension Bridge {
                 current.publish.cancel()
             }
             inFlight = next?()
-            try await finish(current.staged, receipts: receipts)
+            try await finish(current.staged, receipts: receipts, advancing: pageEnd)
+            return
         } catch where Self.isPermanent(error) {
             // One message of the batch cannot go: each is bridged alone, and what cannot go is held.
             for planned in current.staged.run {
@@ -153,15 +167,14 @@ extension Bridge {
             }
             inFlight = next?()
         }
-        if current.cursor != current.storedCursor {
-            try await storeCursor(current.cursor, of: source)
-        }
+        if let pageEnd { try await storeCursor(pageEnd.cursor, of: source) }
     }
 
     /// Stores `source`'s change cursor in the pair's records.
     func storeCursor(_ cursor: Cursor?, of source: BridgeSide) async throws {
         let pair = self.pair
         try await store.write { try $0.setBridgeCursor(cursor, pair: pair, backend: source.backend) }
+        cursors[source.backend] = cursor
     }
 
     /// After an error: lets the batch in flight end and records it if its publish went through (otherwise its
@@ -173,34 +186,59 @@ extension Bridge {
         if let receipts = try? await current.publish.value { try? await finish(current.staged, receipts: receipts) }
     }
 
-    /// The positions of `changes` that are the bridge's own copies coming back, already mapped on both sides:
-    /// `bridgeMessage` would change nothing for them, so they are recognised in one read transaction per page.
-    func settledEchoes(in changes: [RemoteChange], from source: BridgeSide, to target: BridgeSide) async throws -> Set<Int> {
+    /// What the store knows of a page, read in one transaction: the positions of the bridge's own copies coming
+    /// back (`settledEchoes`) and, when `batching`, the identity and copy state of every other message that may go
+    /// in a batch, by source remote ID (one lookup per message otherwise).
+    func pageFacts(of changes: [RemoteChange], from source: BridgeSide, to target: BridgeSide, batching: Bool) async throws
+        -> (settled: Set<Int>, states: [RemoteID: (id: MessageID, state: BridgeCopyState)]) {
         let own = source.adapter.localUser
-        let candidates = changes.indices.filter { index in
-            if case .message(let message) = changes[index], message.sender == own { return true }
-            return false
+        var echoes: [Int] = [], plain: [Int] = []
+        for index in changes.indices {
+            guard case .message(let message) = changes[index] else { continue }
+            if message.sender == own { echoes.append(index) }
+            if batching, isPlain(message, from: source, to: target) { plain.append(index) }
         }
-        guard !candidates.isEmpty else { return [] }
+        guard !echoes.isEmpty || !plain.isEmpty else { return ([], [:]) }
         let pair = self.pair, copiesOwn = configuration.copiesOwnMessages
-        return try await store.read { tx in
-            var settled = Set<Int>()
-            for index in candidates {
-                guard case .message(let message) = changes[index],
-                      let id = try tx.messageID(backend: source.backend, remoteID: message.remoteID)
-                          ?? MessageIdentity.normalizedKey(message.idempotencyKey, scope: KeyScope(message, on: source.backend)),
-                      try tx.remoteID(of: id, backend: source.backend, part: 0) == message.remoteID,
-                      try tx.remoteID(of: id, backend: target.backend, part: 0) != nil else { continue }
-                if let copy = try tx.bridgeCopy(id), copy.pair == pair {
-                    // A copy towards `target` waits to be republished: the slow path does that.
-                    if copy.pendingTowards == target.backend { continue }
-                    // An original of the account's own this pair copied (`copiesOwnMessages`): its updates follow.
-                    if copiesOwn, copy.origin == source.backend { continue }
-                }
-                settled.insert(index)
+        let (settled, resolved) = try await store.read { [echoes, plain] tx in
+            let settled = try Self.settledEchoes(at: echoes, in: changes, from: source, to: target, pair: pair,
+                                                 copiesOwn: copiesOwn, in: tx)
+            var resolved: [(message: RemoteMessage, resolution: MessageIdentity.Resolution, state: BridgeCopyState)] = []
+            for index in plain where !settled.contains(index) {
+                guard case .message(let message) = changes[index] else { continue }
+                let resolution = try Self.identify(message, on: source, pair: pair, in: tx)
+                resolved.append((message, resolution, try Self.copyState(resolution.id, towards: target.backend, pair: pair, in: tx)))
             }
-            return settled
+            return (settled, resolved)
         }
+        var states: [RemoteID: (id: MessageID, state: BridgeCopyState)] = [:]
+        for entry in resolved {
+            states[entry.message.remoteID] = (noted(entry.resolution, of: entry.message, on: source), entry.state)
+        }
+        return (settled, states)
+    }
+
+    /// Which of the `candidates` (positions of messages sent by the bridge's own account) are its own copies coming
+    /// back, already mapped on both sides: `bridgeMessage` would change nothing for them.
+    static func settledEchoes(at candidates: [Int], in changes: [RemoteChange], from source: BridgeSide,
+                              to target: BridgeSide, pair: String, copiesOwn: Bool,
+                              in tx: any StoreTransaction) throws -> Set<Int> {
+        var settled = Set<Int>()
+        for index in candidates {
+            guard case .message(let message) = changes[index],
+                  let id = try tx.messageID(backend: source.backend, remoteID: message.remoteID)
+                      ?? MessageIdentity.normalizedKey(message.idempotencyKey, scope: KeyScope(message, on: source.backend)),
+                  try tx.remoteID(of: id, backend: source.backend, part: 0) == message.remoteID,
+                  try tx.remoteID(of: id, backend: target.backend, part: 0) != nil else { continue }
+            if let copy = try tx.bridgeCopy(id), copy.pair == pair {
+                // A copy towards `target` waits to be republished: the slow path does that.
+                if copy.pendingTowards == target.backend { continue }
+                // An original of the account's own this pair copied (`copiesOwnMessages`): its updates follow.
+                if copiesOwn, copy.origin == source.backend { continue }
+            }
+            settled.insert(index)
+        }
+        return settled
     }
 
     /// The changes of `source` after `cursor` (see `pages`): the ones read ahead when they start there, else read now.

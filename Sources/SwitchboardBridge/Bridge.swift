@@ -50,6 +50,9 @@ public actor Bridge {
     var readAhead: [BackendID: (after: Cursor?, page: Task<ChangeBatch, any Error>)] = [:]
     /// The batch whose `publishAll` is on its way while the next page is read and staged (see `pass`).
     var inFlight: InFlightCopy?
+    /// The pair's change cursors as this bridge last read or stored them: while it holds the pair, nobody else
+    /// writes them, so each pass need not read its cursor back.
+    var cursors: [BackendID: Cursor?] = [:]
     /// Source backends known to have no reply waiting for its target's copy (see `deferReply`).
     var noWaitingReplies: Set<BackendID> = []
     /// Source backends whose waiting replies the store was asked about (once per bridge, at its first pass).
