@@ -10,7 +10,7 @@ public final class BlockingExecutor: Sendable {
     /// The queue and its threads; shared with the threads, which outlive no queued job.
     private let queue: JobQueue
 
-    /// An executor running at most `threads` jobs at once on threads named `name`.
+    /// An executor running at most `threads` jobs at once on threads named `name` (its first 15 bytes).
     public init(name: String, threads: Int = 1) {
         queue = JobQueue(name: name, threadLimit: max(1, threads))
     }
@@ -67,13 +67,14 @@ private final class JobQueue: @unchecked Sendable {
     }
 
     private func startThread() {
-        let thread = Thread { [self] in serve() }
-        thread.name = name
-        thread.start()
+        Thread { [self] in serve() }.start()
     }
 
     /// A thread's loop: take the oldest job, run it outside the lock, until closed and drained.
     private func serve() {
+        // Named from inside, at most 15 bytes: Linux keeps no more, and only a thread's own name reaches the kernel
+        // (`top -H`, `perf`).
+        Thread.current.name = String(decoding: name.utf8.prefix(15), as: UTF8.self)
         Thread.current.threadDictionary[Self.ownerKey] = ObjectIdentifier(self)
         condition.lock()
         while true {

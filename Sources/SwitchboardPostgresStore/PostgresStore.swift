@@ -42,7 +42,7 @@ public final class PostgresStore: TransactionalLeaseStore {
             throw SwitchboardError(.invalidArgument, "a PostgreSQL schema name has 1 to 63 bytes and no NUL")
         }
         self.schema = schema
-        executor = BlockingExecutor(name: "switchboard.postgres", threads: max(1, maxConnections))
+        executor = BlockingExecutor(name: "sb-postgres", threads: max(1, maxConnections))
         pool = PostgresConnectionPool(url: url, maxConnections: max(1, maxConnections),
                                       notices: { notice in logger.debug(notice) })
         let connection: PostgresConnection

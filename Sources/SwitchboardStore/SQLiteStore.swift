@@ -21,7 +21,7 @@ public final class SQLiteStore: TransactionalLeaseStore {
     /// Checkpoints the WAL off the commit path (nil for `:memory:`).
     private let checkpointer: WALCheckpointer?
     /// The one thread async `read` and `write` run on: the connection serves one transaction at a time anyway.
-    public let executor = BlockingExecutor(name: "switchboard.sqlite")
+    public let executor = BlockingExecutor(name: "sb-sqlite")
 
     /// Opens (creating and migrating if needed) the Switchboard database at `path`; `:memory:` gives a private one.
     ///
