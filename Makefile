@@ -1,6 +1,6 @@
 # Switchboard — build, test and demo entry points. Every target installs what it needs first.
 SWIFT ?= swift
-DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-dev libssl-dev python3-venv libpq-dev postgresql
+DEBIAN_PACKAGES := libsqlite3-dev pkg-config libcurl4-openssl-dev libcivetweb-dev libuv1-dev libhttp-parser-dev libssl-dev python3-venv libpq-dev postgresql
 BIN := .build/debug/switchboard
 VENV := .venv
 PYTHON_PACKAGES := websockets==15.0.1 supabase==2.34.1 postgrest==2.34.1 realtime==2.34.1 storage3==2.34.1 \

@@ -67,15 +67,14 @@ public final class ReferenceServerSlot<Service: Sendable, Extra: Sendable>: Send
 
 extension HTTPServer.Configuration {
     /// The reference servers' HTTP settings: bind `host:port`, a body limit with room for an upload (plus
-    /// 64 KiB), 30 s to send a request, at least four workers, diagnostics to `logger`.
+    /// 64 KiB), 30 s to send a request, diagnostics to `logger`.
     public static func referenceServer(host: String, port: Int, maxRequestBodySize: Int, maxUploadSize: Int,
-                                       workerThreads: Int, logger: Logger) -> Self {
+                                       logger: Logger) -> Self {
         var configuration = Self()
         configuration.host = host
         configuration.port = port
         configuration.maxRequestBodySize = max(maxRequestBodySize, maxUploadSize) + (64 << 10)
         configuration.requestTimeout = .seconds(30)
-        configuration.workerThreads = max(4, workerThreads)
         configuration.logger = logger
         return configuration
     }

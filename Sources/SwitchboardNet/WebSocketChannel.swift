@@ -2,10 +2,22 @@ import CCivetweb
 import Foundation
 import Synchronization
 
-/// A transport other than civetweb that carries a connection's bytes (the `wss://` client's TLS session).
+/// A transport other than civetweb that carries a connection's bytes (the `wss://` client's TLS session, and
+/// every connection of our own server).
 protocol WebSocketByteSink: Sendable {
-    /// Writes one encoded frame in full; `false` when the connection can no longer be written to.
+    /// Writes (or queues) encoded frames in full without waiting on the network; called by the reading side for
+    /// its replies. `false` when the connection can no longer be written to.
     func write(_ bytes: Data) -> Bool
+    /// Writes encoded frames for a Swift task, returning once they are on their way; `false` when the connection
+    /// can no longer be written to.
+    func send(_ bytes: Data) async -> Bool
+}
+
+extension WebSocketByteSink {
+    /// A transport whose `write` may block runs it on a Dispatch thread, off the cooperative pool.
+    func send(_ bytes: Data) async -> Bool {
+        await CivetwebLibrary.offloaded { write(bytes) }
+    }
 }
 
 /// One WebSocket connection's shared machinery, used by both `WebSocketConnection` (server) and `WebSocketClient`.
@@ -214,13 +226,17 @@ final class WebSocketChannel: Sendable {
 
     /// Writes `frames` back to back in one buffer (from Swift: on a Dispatch thread, under the connection lock).
     private func write(_ frames: [WebSocketOutgoingFrame]) async throws {
-        let written = await CivetwebLibrary.offloaded { [self] in
-            var bytes = Data()
-            for frame in frames { bytes.append(encode(frame)) }
-            if let sink = sink.withLock({ $0 }) { return sink.write(bytes) }
-            return connection.withLock { handle -> Bool in
-                guard let handle else { return false }
-                return write(bytes, on: handle.pointer)
+        var bytes = Data()
+        for frame in frames { bytes.append(encode(frame)) }
+        let written: Bool
+        if let sink = sink.withLock({ $0 }) {
+            written = await sink.send(bytes)
+        } else {
+            written = await CivetwebLibrary.offloaded { [self, bytes] in
+                connection.withLock { handle -> Bool in
+                    guard let handle else { return false }
+                    return write(bytes, on: handle.pointer)
+                }
             }
         }
         guard written else { throw WebSocketError(.connectionClosed, "the connection is closed") }

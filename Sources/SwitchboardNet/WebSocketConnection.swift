@@ -2,11 +2,11 @@ import Foundation
 
 /// One accepted WebSocket connection on an `HTTPServer`, handed to the path's handler.
 ///
-/// civetweb answers pings itself and pings a silent peer (see `webSocketPingInterval`); the frames stream carries
-/// only messages and the final `.close`. Frames that break RFC 6455 (reserved bits or opcodes, bad fragmentation,
-/// oversized or fragmented control frames, invalid close codes) close the connection with 1002, invalid UTF-8 with
-/// 1007, oversized messages with 1009, and a peer more than `maxUnreadWebSocketMessages` ahead of the handler
-/// with 1008.
+/// The server answers pings itself and pings a silent peer (see `webSocketPingInterval`); the frames stream
+/// carries only messages and the final `.close`. Frames that break RFC 6455 (reserved bits or opcodes, unmasked
+/// or badly fragmented frames, oversized or fragmented control frames, invalid close codes) close the connection
+/// with 1002, invalid UTF-8 with 1007, oversized messages with 1009 (a frame from its header alone), and a peer
+/// more than `maxUnreadWebSocketMessages` ahead of the handler with 1008.
 public final class WebSocketConnection: Sendable {
     /// The upgrade request: path, query, header fields and peer address (the body is empty).
     public let request: HTTPServerRequest

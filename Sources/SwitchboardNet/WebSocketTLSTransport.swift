@@ -203,17 +203,7 @@ final class WebSocketTLSTransport: WebSocketByteSink, @unchecked Sendable {
     /// Starts the reader thread, which feeds `channel` until the connection ends or `release` stops it.
     func startReading(channel: WebSocketChannel, maxMessageSize: Int) {
         let body: @Sendable () -> Void = { [self] in readLoop(channel: channel, maxMessageSize: maxMessageSize) }
-        let context = Unmanaged.passRetained(WebSocketTLSThreadBody(body)).toOpaque()
-        var handle = pthread_t()
-        let status = pthread_create(&handle, nil, { argument in
-            guard let argument else { return nil }
-            let body = Unmanaged<WebSocketTLSThreadBody>.fromOpaque(argument).takeRetainedValue()
-            copenssl_name_this_thread("wss-client")
-            body.run()
-            return nil
-        }, context)
-        guard status == 0 else {
-            Unmanaged<WebSocketTLSThreadBody>.fromOpaque(context).release()
+        guard let handle = JoinableThread.start(name: "wss-client", body) else {
             channel.connectionEnded()
             return
         }
@@ -222,7 +212,7 @@ final class WebSocketTLSTransport: WebSocketByteSink, @unchecked Sendable {
 
     private func readLoop(channel: WebSocketChannel, maxMessageSize: Int) {
         // A frame's payload is at most a message; control frames are checked by the state machine.
-        var parser = WebSocketTLSFrameParser(maxFramePayload: max(maxMessageSize, 125))
+        var parser = WebSocketFrameParser(maxFramePayload: max(maxMessageSize, 125))
         parser.append(handshakeLeftover)
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var keepReading = deliver(&parser, to: channel)
@@ -248,7 +238,7 @@ final class WebSocketTLSTransport: WebSocketByteSink, @unchecked Sendable {
     }
 
     /// Hands every complete frame to the channel; `false` once reading must stop.
-    private func deliver(_ parser: inout WebSocketTLSFrameParser, to channel: WebSocketChannel) -> Bool {
+    private func deliver(_ parser: inout WebSocketFrameParser, to channel: WebSocketChannel) -> Bool {
         while true {
             do {
                 guard let frame = try parser.next() else { return true }
@@ -326,7 +316,3 @@ final class WebSocketTLSTransport: WebSocketByteSink, @unchecked Sendable {
 }
 
 /// The closure a reader thread runs, boxed so it can travel through `pthread_create`'s `void *`.
-private final class WebSocketTLSThreadBody: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-}

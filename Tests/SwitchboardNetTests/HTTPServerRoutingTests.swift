@@ -70,7 +70,7 @@ struct HTTPServerRoutingTests {
         #expect(request.queryValue("missing") == nil)
     }
 
-    @Test("the Connection header we send follows civetweb's keep-alive rule", arguments: [
+    @Test("the Connection header we send follows HTTP/1.x's keep-alive rule", arguments: [
         ("1.1", nil, true), ("1.1", "close", false), ("1.1", "Keep-Alive", true), ("1.1", "Upgrade", false),
         ("1.0", nil, false), ("1.0", "keep-alive", true),
     ] as [(String, String?, Bool)])
@@ -85,7 +85,7 @@ struct HTTPServerRoutingTests {
 
     @Test("HTTP dates are IMF-fixdate")
     func httpDate() {
-        let date = HTTPServerWire.httpDate()
+        let date = HTTPResponseEncoder.httpDate()
         #expect(date.range(of: #"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$"#,
                             options: .regularExpression) != nil)
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import SwitchboardNet
 import TestSupport
 
 #if canImport(Glibc)
@@ -102,6 +103,19 @@ enum NetTest {
                   target.hasPrefix("socket:[") else { return false }
             return inodes.contains(String(target.dropFirst(8).dropLast()))
         }.count
+    }
+
+    /// Starts `server`, runs `body` with its port, and stops it whether `body` returns or throws.
+    static func serving<T>(_ server: HTTPServer, _ body: (Int) async throws -> T) async throws -> T {
+        let port = try server.start()
+        do {
+            let result = try await body(port)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
     }
 
     /// Runs blocking work on a Dispatch thread so the (small) cooperative pool stays free for the server.

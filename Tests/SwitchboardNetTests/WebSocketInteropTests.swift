@@ -372,13 +372,13 @@ extension NetworkSuites {
             await client.close()
         }
 
-        @Test("a peer that never answers pings is dropped after civetweb's unanswered-ping limit")
+        @Test("a peer that never answers pings is dropped after the unanswered-ping limit")
         func silentPeer() async throws {
             try await withEchoServer({ $0.webSocketPingInterval = .milliseconds(100) }) { _, port, observations in
                 let socket = try await Self.rawWebSocket(port: port)
                 let (data, closed) = try await socket.receive(timeout: .seconds(10))
                 #expect(closed)
-                #expect([UInt8](data).starts(with: [0x89, 0x00]), "civetweb pings a silent peer")
+                #expect([UInt8](data).starts(with: [0x89, 0x00]), "the server pings a silent peer")
                 #expect(try await observations.waitForEnds(1))
                 #expect(observations.closes == [.close(code: .abnormalClosure, reason: "connection ended without a close frame")])
             }

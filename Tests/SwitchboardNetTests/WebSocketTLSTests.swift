@@ -15,14 +15,14 @@ struct WebSocketTLSUnitTests {
         var wire: [UInt8] = []
         for payload in payloads { wire += frame(0x82, payload) }
 
-        var whole = WebSocketTLSFrameParser(maxFramePayload: 1 << 20)
+        var whole = WebSocketFrameParser(maxFramePayload: 1 << 20)
         whole.append(wire)
         for payload in payloads { #expect(try whole.next() == .init(bits: 0x82, payload: Data(payload))) }
         #expect(try whole.next() == nil)
         #expect(whole.bufferedCount == 0)
 
-        var trickle = WebSocketTLSFrameParser(maxFramePayload: 1 << 20)
-        var parsed: [WebSocketTLSFrameParser.Frame] = []
+        var trickle = WebSocketFrameParser(maxFramePayload: 1 << 20)
+        var parsed: [WebSocketFrameParser.Frame] = []
         for byte in wire.prefix(2 + 0 + 2 + 2 + 4 + 300 + 50) {
             trickle.append([byte])
             while let frame = try trickle.next() { parsed.append(frame) }
@@ -30,13 +30,34 @@ struct WebSocketTLSUnitTests {
         #expect(parsed.map(\.payload) == payloads.prefix(3).map { Data($0) })
     }
 
+    @Test("the server role unmasks client frames, refuses unmasked ones, and refuses a 1 GiB header with no payload")
+    func serverRole() throws {
+        var server = WebSocketFrameParser(maxFramePayload: 1 << 20, expectsMasked: true)
+        let payload = Data((0..<300).map { UInt8($0 & 0xFF) })
+        server.append(WebSocketFrameEncoder.encode(WebSocketOutgoingFrame(opcode: 2, payload: payload), maskingKey: 0xA1B2C3D4))
+        #expect(try server.next() == .init(bits: 0x82, payload: payload))
+
+        var unmasked = WebSocketFrameParser(maxFramePayload: 100, expectsMasked: true)
+        unmasked.append(frame(0x81, Array("x".utf8)))
+        #expect(throws: WebSocketFrameParser.Violation.self) { try unmasked.next() }
+
+        var huge = WebSocketFrameParser(maxFramePayload: 16 << 20, expectsMasked: true)
+        huge.append([0x82, 0x80 | 127] + withUnsafeBytes(of: UInt64(1 << 30).bigEndian, Array.init))
+        do {
+            _ = try huge.next()
+            Issue.record("a 1 GiB frame header was accepted")
+        } catch {
+            #expect(error.code == .messageTooBig)
+        }
+    }
+
     @Test("a masked server frame and an oversized frame are violations")
     func violations() {
-        var masked = WebSocketTLSFrameParser(maxFramePayload: 100)
+        var masked = WebSocketFrameParser(maxFramePayload: 100)
         masked.append(WebSocketFrameEncoder.encode(WebSocketOutgoingFrame(opcode: 1, payload: Data("x".utf8)), maskingKey: 0x01020304))
-        #expect(throws: WebSocketTLSFrameParser.Violation.self) { try masked.next() }
+        #expect(throws: WebSocketFrameParser.Violation.self) { try masked.next() }
 
-        var big = WebSocketTLSFrameParser(maxFramePayload: 100)
+        var big = WebSocketFrameParser(maxFramePayload: 100)
         big.append(frame(0x82, [UInt8](repeating: 0, count: 101)).prefix(4))
         do {
             _ = try big.next()

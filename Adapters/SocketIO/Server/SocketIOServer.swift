@@ -43,7 +43,7 @@ public final class SocketIOServer: Sendable {
         let sockets = SocketIOSocketRegistry()
         var httpConfiguration = HTTPServer.Configuration.referenceServer(
             host: configuration.host, port: configuration.port, maxRequestBodySize: configuration.maxRequestBodySize,
-            maxUploadSize: configuration.maxUploadSize, workerThreads: configuration.workerThreads, logger: configuration.logger)
+            maxUploadSize: configuration.maxUploadSize, logger: configuration.logger)
         httpConfiguration.maxWebSocketMessageSize = max(1024, configuration.maxPayload)
         // Engine.IO pings itself; civetweb's own keep-alive pings only need to outlast a missed Engine.IO ping.
         httpConfiguration.webSocketPingInterval = configuration.pingInterval + configuration.pingTimeout

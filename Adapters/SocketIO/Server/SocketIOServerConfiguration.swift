@@ -36,8 +36,6 @@ public struct SocketIOServerConfiguration: Sendable {
     public var connectTimeout: Duration = .seconds(10)
     /// How many live events one socket may fall behind before it is closed (its client reconnects and catches up).
     public var socketBufferLimit = 1_000
-    /// HTTP worker threads: every open socket holds one.
-    public var workerThreads = 64
     /// Where diagnostics go (nowhere unless a handler is given); tokens are never passed to it.
     public var logger = Logger(label: "socketio")
 

@@ -26,9 +26,7 @@ public struct XMTPNodeConfiguration: Sendable {
     public var subscriptionHeartbeat: Duration = .seconds(10)
     /// How many live messages a subscriber may fall behind before its stream is ended with RESOURCE_EXHAUSTED.
     public var subscriberBufferLimit = 10_000
-    /// HTTP worker threads: every open subscription holds one.
-    public var workerThreads = 64
-    /// How long an idle kept-alive HTTP connection waits for its next request; it holds a worker until then.
+    /// How long an idle kept-alive HTTP connection waits for its next request.
     public var keepAliveTimeout = HTTPServer.Configuration().keepAliveTimeout
     /// PostgreSQL connections kept open.
     public var postgresPoolSize = 4

@@ -41,7 +41,7 @@ public final class XMTPNodeServer: Sendable {
         let service = NodeService(configuration: configuration, store: store, runner: runner)
         var httpConfiguration = HTTPServer.Configuration.referenceServer(
             host: configuration.host, port: configuration.port, maxRequestBodySize: configuration.maxRequestBodySize,
-            maxUploadSize: configuration.maxUploadSize, workerThreads: configuration.workerThreads, logger: configuration.logger)
+            maxUploadSize: configuration.maxUploadSize, logger: configuration.logger)
         httpConfiguration.keepAliveTimeout = configuration.keepAliveTimeout
         let http = HTTPServer(configuration: httpConfiguration)
         for (method, prefix) in [(HTTPMethod.post, "/mls/v1"), (.post, "/identity/v1"), (.post, "/upload/v1"),

@@ -1,10 +1,12 @@
 import Foundation
 
-/// Splits the bytes a server sends into WebSocket frames (RFC 6455 §5.2), for our own TLS read loop.
+/// Splits received bytes into WebSocket frames (RFC 6455 §5.2): a client's frames on our server (masked, which
+/// is required), a server's frames on our own TLS client (unmasked, which is required).
 ///
-/// Pure: it never touches a socket. Protocol rules beyond framing (opcodes, fragmentation, UTF-8, close codes) are
+/// Pure: it never touches a socket. A frame's length is checked against `maxFramePayload` as soon as its header
+/// is complete, before any of its payload is buffered, so a header declaring a gigabyte costs nothing. Protocol rules beyond framing (opcodes, fragmentation, UTF-8, close codes) are
 /// left to `WebSocketStateMachine`, which receives each frame's first byte and its payload.
-struct WebSocketTLSFrameParser: Sendable {
+struct WebSocketFrameParser: Sendable {
     /// One complete frame: the first header byte (FIN, RSV1-3, opcode) and the unmasked payload.
     struct Frame: Hashable, Sendable {
         var bits: UInt8
@@ -19,12 +21,16 @@ struct WebSocketTLSFrameParser: Sendable {
 
     /// The largest single frame payload accepted.
     let maxFramePayload: Int
+    /// Whether frames must be masked (a server reading a client) or must not be (a client reading a server).
+    let expectsMasked: Bool
     private var buffer: [UInt8] = []
     private var start = 0
 
-    /// A parser that refuses frames whose payload exceeds `maxFramePayload`.
-    init(maxFramePayload: Int) {
+    /// A parser that refuses frames whose payload exceeds `maxFramePayload`; by default it reads a server's
+    /// (unmasked) frames.
+    init(maxFramePayload: Int, expectsMasked: Bool = false) {
         self.maxFramePayload = maxFramePayload
+        self.expectsMasked = expectsMasked
     }
 
     /// Bytes received and not yet consumed by `next()`.
@@ -39,13 +45,17 @@ struct WebSocketTLSFrameParser: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
-    /// The next complete frame, `nil` when more bytes are needed, or a violation (masked server frame, oversize).
+    /// The next complete frame, `nil` when more bytes are needed, or a violation (wrong masking, oversize).
     mutating func next() throws(Violation) -> Frame? {
         let available = buffer.count - start
         guard available >= 2 else { return nil }
         let first = buffer[start]
         let second = buffer[start + 1]
-        if second & 0x80 != 0 { throw Violation(code: .protocolError, reason: "the server masked a frame") }
+        let isMasked = second & 0x80 != 0
+        if isMasked != expectsMasked {
+            throw Violation(code: .protocolError,
+                            reason: expectsMasked ? "the client sent an unmasked frame" : "the server masked a frame")
+        }
         var headerLength = 2
         var length = UInt64(second & 0x7F)
         if length == 126 {
@@ -61,9 +71,16 @@ struct WebSocketTLSFrameParser: Sendable {
         guard length <= UInt64(maxFramePayload) else {
             throw Violation(code: .messageTooBig, reason: "frame larger than \(maxFramePayload) bytes")
         }
-        let total = headerLength + Int(length)
+        let maskLength = isMasked ? 4 : 0
+        let total = headerLength + maskLength + Int(length)
         guard available >= total else { return nil }
-        let payload = Data(buffer[(start + headerLength)..<(start + total)])
+        var payload = Data(buffer[(start + headerLength + maskLength)..<(start + total)])
+        if isMasked {
+            let key = buffer[(start + headerLength)..<(start + headerLength + 4)].map { $0 }
+            payload.withUnsafeMutableBytes { raw in
+                for index in raw.indices { raw[index] ^= key[index & 3] }
+            }
+        }
         start += total
         if start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
