@@ -105,6 +105,24 @@ struct RealtimeServerTests {
     }
 
     /// INSERT, UPDATE and DELETE reach a v2 subscriber, a large row arrives whole.
+    @Test("a socket without a valid apikey is refused with 401 before the upgrade, as the gateway does")
+    func unauthenticatedUpgradeRefused() async throws {
+        let server = try SupabaseTestServer.required()
+        let upgrade: HTTPHeaders = ["Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                                    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="]
+        let base = "http://127.0.0.1:\(server.port)/realtime/v1/websocket?vsn=2.0.0"
+        let forged = server.anonKey.dropLast(4) + "AAAA"
+        for (url, message) in [(base, "No API key found in request"), (base + "&apikey=", "No API key found in request"),
+                               (base + "&apikey=\(forged)", "Invalid API key"), (base + "&apikey=sb_anything", "Invalid API key")] {
+            let reply = try await HTTPClient().send(HTTPRequest(url: try #require(URL(string: url)), headers: upgrade))
+            #expect(reply.status == 401, "\(url)")
+            #expect(String(decoding: reply.body, as: UTF8.self).contains(message), "\(url)")
+        }
+        // The same request with the anon key upgrades.
+        let socket = try await RealtimeTestSocket.connect(server, apiKey: server.anonKey)
+        await socket.close()
+    }
+
     @Test("INSERT, UPDATE and DELETE reach a v2 subscriber, a large row arrives whole")
     func changesReachSubscriber() async throws {
         let server = try SupabaseTestServer.required()

@@ -57,6 +57,22 @@ final class RealtimeHub: Sendable {
     /// The id of the newest change-log row the change feed has dispatched (nil before `start` or after `stop`).
     var feedPosition: Int64? { feed.withLock { $0?.position } }
 
+    /// Decides before the upgrade whether a realtime socket may open: its `apikey` (query item, or header) must be
+    /// a key this project signed and that has not expired, as the Supabase gateway requires; otherwise 401 with
+    /// the gateway's JSON message, and no socket is opened.
+    func admit(_ request: HTTPServerRequest) -> HTTPServerResponse? {
+        let key = request.queryValue("apikey") ?? request.headers["apikey"]
+        guard let key, !key.isEmpty else {
+            return .json(Data(#"{"message":"No API key found in request"}"#.utf8), status: 401)
+        }
+        do throws(AuthenticationError) {
+            _ = try context.authenticator.identity(token: key)
+            return nil
+        } catch {
+            return .json(Data(#"{"message":"Invalid API key"}"#.utf8), status: 401)
+        }
+    }
+
     /// Serves one socket until it closes.
     func serve(_ connection: WebSocketConnection) async {
         guard state.withLock({ $0 != nil }) else {

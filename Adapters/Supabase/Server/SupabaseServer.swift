@@ -79,7 +79,6 @@ public final class SupabaseServer: Sendable {
             httpConfiguration.port = configuration.port
             httpConfiguration.maxRequestBodySize = max(configuration.maxRESTBodySize, configuration.maxObjectSize) + (64 << 10)
             httpConfiguration.requestTimeout = .seconds(30)
-            httpConfiguration.workerThreads = 32
             httpConfiguration.logger = configuration.logger
             let http = HTTPServer(configuration: httpConfiguration)
             let logger = configuration.logger
@@ -89,7 +88,9 @@ public final class SupabaseServer: Sendable {
                 http.route(method, AuthService.pathPrefix, handler: Self.logging(logger) { request in await auth.handle(request) })
             }
             http.route(.post, RealtimeHub.broadcastPath, handler: Self.logging(logger) { request in realtime.handleBroadcastAPI(request) })
-            http.webSocket("/realtime/v1/websocket") { connection in await realtime.serve(connection) }
+            http.webSocket("/realtime/v1/websocket", admit: { request in realtime.admit(request) }) { connection in
+                await realtime.serve(connection)
+            }
             let port = try http.start()
             running.withLock { $0 = Running(http: http, context: context, realtime: realtime, cluster: cluster) }
             return port
