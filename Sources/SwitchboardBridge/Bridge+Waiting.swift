@@ -157,6 +157,23 @@ extension Bridge {
         }
     }
 
+    /// Once per bridge: runs the reactions and receipts that still wait for copies which already exist. A run
+    /// stopped between recording a copy and running what waited for it leaves them so; the copy then settles as
+    /// already bridged, so nothing else would run them.
+    func flushWaitingForExistingCopies() async throws {
+        guard !checkedWaitingCopies else { return }
+        for target in [a, b] {
+            let family = WaitKey.Family.copies(towards: target.backend)
+            let waiting = try await store.read { [pair] in try $0.bridgeOperations(pair: pair, in: family) }
+            let ids = Set(waiting.map { MessageID(String($0.waitKey.rawValue.dropFirst(family.prefix.count))) })
+            for id in ids.sorted(by: { $0.rawValue < $1.rawValue }) {
+                let copied = try await store.read { try $0.remoteID(of: id, backend: target.backend, part: 0) } != nil
+                if copied { try await flushWaiting(for: id, on: target) }
+            }
+        }
+        checkedWaitingCopies = true
+    }
+
     // MARK: - Replies whose target has no copy yet
 
     /// Once per bridge and source: notes whether replies from an earlier run still wait (none: nothing to look up).

@@ -57,6 +57,8 @@ public actor Bridge {
     var noWaitingReplies: Set<BackendID> = []
     /// Source backends whose waiting replies the store was asked about (once per bridge, at its first pass).
     var repliesLookedUp: Set<BackendID> = []
+    /// Whether operations left waiting for copies that exist were run (`flushWaitingForExistingCopies`).
+    var checkedWaitingCopies = false
     /// Source remote IDs copied since waiting replies were last looked at, per source backend.
     var copiedSinceReplyCheck: [BackendID: [RemoteID]] = [:]
 
@@ -173,6 +175,7 @@ public actor Bridge {
             throw failure
         }
         try await bridgeRetryRequests(direction)
+        try await flushWaitingForExistingCopies()
         let interval = configuration.otherDirectionInterval
         var forward = PassResult(moved: true, hasMore: false)
         var backward = PassResult(moved: direction == .both, hasMore: false)

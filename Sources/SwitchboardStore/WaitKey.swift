@@ -57,6 +57,10 @@ public struct WaitKey: Sendable, Hashable, Codable, CustomStringConvertible {
 
         /// Bridge: every reaction or receipt waiting for a copy.
         public static let copies = Family(prefix: "copy:")
+        /// Bridge: the reactions and receipts waiting for copies on `target`.
+        public static func copies(towards target: BackendID) -> Family {
+            Family(prefix: "copy:\(target):")
+        }
         /// Bridge: every reply waiting for its target's copy.
         public static let replies = Family(prefix: "reply:")
         /// Bridge: the replies from `source` waiting for copies on `target`.

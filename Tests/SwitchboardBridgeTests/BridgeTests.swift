@@ -268,6 +268,29 @@ struct BridgeTests {
         #expect(await bridge.currentStats.waiting == 0)
     }
 
+    @Test("a reaction left waiting for a copy that exists (a run stopped in between) is applied after a restart")
+    func orphanedWaitingReaction() async throws {
+        let pair = try Pair()
+        defer { pair.remove() }
+        let original = try await send(pair.bob, "target", in: "room-right")
+        let bridge = try await pair.bridge()
+        try await bridge.catchUp()
+        // What a run killed between recording the copy and flushing its waiting operations leaves behind.
+        let id = try #require(try await pair.store.read { try $0.messageID(backend: "right", remoteID: original) })
+        let payload = Data(#"{"kind":"reaction","symbol":"🎉","isActive":true}"#.utf8)
+        let key = WaitKey.copy(id, towards: "left")
+        _ = try await pair.store.write { [pairName = bridge.pair] tx in
+            try tx.enqueueBridgeOperation(PendingOperation(waitKey: key, kind: "reaction", payload: payload,
+                                                           createdAt: Date()), pair: pairName)
+        }
+        let restarted = try await pair.bridge()
+        try await restarted.catchUp()
+        let page = try await pair.left.makeAdapter(for: "alice").history(in: "room-left", before: nil, limit: 10)
+        let copy = try #require(page.messages.first { $0.text == "target" })
+        #expect(page.reactions.contains { $0.target == copy.remoteID && $0.symbol == "🎉" })
+        #expect(await restarted.currentStats.waiting == 0)
+    }
+
     @Test("running live: messages sent while the bridge runs cross within moments, typing is forwarded, cancel stops it")
     func runsLive() async throws {
         let pair = try Pair()
