@@ -13,6 +13,10 @@ public indirect enum PostgRESTLogicTree: Sendable, Equatable {
     /// A group of conditions, `not.` applied when `negated`.
     case group(Connective, negated: Bool, [PostgRESTLogicTree])
 
+    /// The deepest nesting of groups accepted, the outer group included: each level costs a stack frame here and in
+    /// the SQL builder, so hostile input (`and(and(…))` thousands deep) is refused before it can exhaust the stack.
+    public static let maximumDepth = 32
+
     /// Parses a logic-tree query item such as key `not.or`, value `(a.eq.1,and(b.gt.2,c.is.null))`.
     public static func parse(key: String, value: String) throws -> PostgRESTLogicTree {
         let negated = key.hasPrefix("not.")
@@ -22,30 +26,36 @@ public indirect enum PostgRESTLogicTree: Sendable, Equatable {
         }
         let failure = PostgRESTError.parse("failed to parse logic tree (\(value))")
         var cursor = PostgRESTCursor(value)
-        let children = try groupBody(&cursor, failure: failure)
+        let children = try groupBody(&cursor, depth: 1, failure: failure)
         guard cursor.atEnd else {
             throw PostgRESTError.parse(failure.message, details: "unexpected text after the closing ')'")
         }
         return .group(connective, negated: negated, children)
     }
 
-    private static func groupBody(_ cursor: inout PostgRESTCursor, failure: PostgRESTError) throws -> [PostgRESTLogicTree] {
+    /// Reads `(item,item,…)`, the group at nesting level `depth` (1 for the outer one).
+    private static func groupBody(_ cursor: inout PostgRESTCursor, depth: Int,
+                                  failure: PostgRESTError) throws -> [PostgRESTLogicTree] {
+        guard depth <= maximumDepth else {
+            throw PostgRESTError.parse(failure.message, details: "and/or groups nested deeper than \(maximumDepth) levels")
+        }
         guard cursor.consume("(") else { throw PostgRESTError.parse(failure.message, details: "expected '('") }
         var children: [PostgRESTLogicTree] = []
         while true {
-            children.append(try item(&cursor, failure: failure))
+            children.append(try item(&cursor, depth: depth, failure: failure))
             if cursor.consume(",") { continue }
             if cursor.consume(")") { return children }
             throw PostgRESTError.parse(failure.message, details: cursor.atEnd ? "missing ')'" : "expected ',' or ')'")
         }
     }
 
-    private static func item(_ cursor: inout PostgRESTCursor, failure: PostgRESTError) throws -> PostgRESTLogicTree {
+    /// Reads one child of a group at level `depth`: a nested group or a `column.operator.value` filter.
+    private static func item(_ cursor: inout PostgRESTCursor, depth: Int, failure: PostgRESTError) throws -> PostgRESTLogicTree {
         let start = cursor.index
         let negated = cursor.consume(prefix: "not.")
         for connective in [Connective.and, .or] where cursor.consume(prefix: connective.rawValue + "(") {
             cursor.index -= 1
-            return .group(connective, negated: negated, try groupBody(&cursor, failure: failure))
+            return .group(connective, negated: negated, try groupBody(&cursor, depth: depth + 1, failure: failure))
         }
         cursor.index = start
         var column = ""
