@@ -56,36 +56,60 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
         "timestamp without time zone", "time with time zone", "time without time zone",
     ]
 
-    /// Parses a whole `select=` list, embedded resources included (`id,reactions(symbol,user_id)`).
+    /// The deepest nesting of embedded resources accepted (`a(b(c(…)))`): each level is a correlated subquery in
+    /// the statement and a stack frame here, so hostile input thousands deep is refused at once.
+    public static let maximumDepth = 16
+
+    /// Parses a whole `select=` list, embedded resources included (`id,reactions(symbol,user_id)`), in one pass over
+    /// the text: no part is copied out and scanned again, so the cost is linear in its length.
     static func parseList(_ text: String, failure: String) throws -> [PostgRESTSelectItem] {
-        var items: [PostgRESTSelectItem] = []
-        var depth = 0
-        var current = ""
-        var parts: [String] = []
-        for c in text {
-            switch c {
-            case "(": depth += 1
-            case ")":
-                depth -= 1
-                guard depth >= 0 else { throw PostgRESTError.parse(failure, details: "unexpected ')'") }
-            case "," where depth == 0:
-                parts.append(current)
-                current = ""
-                continue
-            default: break
+        var parser = SelectParser(chars: Array(text), failure: failure)
+        let items = try parser.list(depth: 0)
+        // `list` at depth 0 stops only at the end or at a `)` with no `(` open.
+        guard parser.index == parser.chars.count else { throw PostgRESTError.parse(failure, details: "unexpected ')'") }
+        return items
+    }
+
+    /// A recursive-descent reader of `select=` over the text's characters.
+    private struct SelectParser {
+        /// The whole `select=` value.
+        let chars: [Character]
+        /// The message of every parse error.
+        let failure: String
+        /// The next character to read.
+        var index = 0
+
+        /// Reads items separated by `,` up to the end (`depth` 0) or up to the `)` closing an embedding (left unread).
+        mutating func list(depth: Int) throws -> [PostgRESTSelectItem] {
+            var items: [PostgRESTSelectItem] = []
+            while true {
+                let start = index
+                while index < chars.count, !",()".contains(chars[index]) { index += 1 }
+                let text = String(chars[start..<index])
+                if index < chars.count, chars[index] == "(" {
+                    items.append(try embedding(name: text, depth: depth + 1))
+                } else {
+                    items.append(try PostgRESTSelectItem.parse(text.trimmingSpaces(), failure: failure))
+                }
+                guard index < chars.count else {
+                    guard depth == 0 else { throw PostgRESTError.parse(failure, details: "missing ')'") }
+                    return items
+                }
+                if chars[index] == "," {
+                    index += 1
+                    continue
+                }
+                return items  // a `)`: the caller checks that it closes something
             }
-            current.append(c)
         }
-        guard depth == 0 else { throw PostgRESTError.parse(failure, details: "missing ')'") }
-        parts.append(current)
-        for part in parts {
-            let item = part.trimmingSpaces()
-            guard let open = item.firstIndex(of: "(") else {
-                items.append(try parse(item, failure: failure))
-                continue
+
+        /// Reads `name(...)` with the cursor on its `(`: an embedded resource at nesting level `depth`.
+        mutating func embedding(name text: String, depth: Int) throws -> PostgRESTSelectItem {
+            guard depth <= PostgRESTSelectItem.maximumDepth else {
+                throw PostgRESTError.parse(failure, details: "embedded resources nested deeper than "
+                                               + "\(PostgRESTSelectItem.maximumDepth) levels")
             }
-            guard item.hasSuffix(")") else { throw PostgRESTError.parse(failure, details: "unexpected text after ')'") }
-            var name = Substring(item[..<open]).trimmingSpaces()
+            var name = text.trimmingSpaces()
             var alias: String?
             if let colon = name.firstIndex(of: ":") {
                 alias = String(name[..<colon])
@@ -102,14 +126,27 @@ public struct PostgRESTSelectItem: Sendable, Equatable, ExpressibleByStringLiter
                 throw PostgRESTError.parse(failure, details: "spreads ('...') and foreign-key hints ('!fk') "
                                                + "are not supported by this server")
             }
-            guard !name.isEmpty, !name.contains(":"), !name.contains("::"), alias.map({ !$0.isEmpty }) ?? true else {
+            guard !name.isEmpty, !name.contains(":"), alias.map({ !$0.isEmpty }) ?? true else {
                 throw PostgRESTError.parse(failure, details: "expected 'table(...)' or 'alias:table(...)'")
             }
-            let inner = String(item[item.index(after: open)..<item.index(before: item.endIndex)])
-            let children = inner.trimmingSpaces().isEmpty ? ["*"] : try parseList(inner, failure: failure)
-            items.append(PostgRESTSelectItem(column: name, alias: alias, embedded: children, isInner: isInner))
+            index += 1  // the `(`
+            var ahead = index
+            while ahead < chars.count, chars[ahead] == " " || chars[ahead] == "\t" { ahead += 1 }
+            let children: [PostgRESTSelectItem]
+            if ahead < chars.count, chars[ahead] == ")" {  // `table()`: every column
+                index = ahead
+                children = ["*"]
+            } else {
+                children = try list(depth: depth)
+            }
+            guard index < chars.count, chars[index] == ")" else { throw PostgRESTError.parse(failure, details: "missing ')'") }
+            index += 1
+            while index < chars.count, chars[index] == " " || chars[index] == "\t" { index += 1 }
+            guard index == chars.count || chars[index] == "," || chars[index] == ")" else {
+                throw PostgRESTError.parse(failure, details: "unexpected text after ')'")
+            }
+            return PostgRESTSelectItem(column: name, alias: alias, embedded: children, isInner: isInner)
         }
-        return items
     }
 
     /// Parses one trimmed item: `column`, `alias:column`, `column::type`, `alias:column::type` or `*`.
