@@ -1,8 +1,8 @@
 import Testing
 @testable import SupabaseProtocol
 
-/// Depth limits of the recursive query-string grammars (`or=`/`and=` trees, `select=` embeddings): hostile input gets
-/// a PGRST100 400, never a stack overflow or seconds of CPU.
+/// Depth limits of the recursive query-string grammars (`or=`/`and=` trees, `select=` embeddings) and the refusal
+/// of NUL: hostile input gets a PGRST100 400, never a stack overflow, seconds of CPU or a value cut short.
 @Suite struct PostgRESTLimitsTests {
     /// `and(` `depth - 1` times inside the outer group, around one filter.
     private func nestedTree(_ depth: Int) -> String {
@@ -98,5 +98,14 @@ import Testing
     ])
     func selectMalformed(value: String) {
         #expect(pgError { _ = try pgParse([("select", value)]) }?.code == "PGRST100", "\(value)")
+    }
+
+    @Test("NUL in a query item's name or value is refused instead of cut short by libpq")
+    func nulRefused() {
+        for item in [("id", "eq.a\u{0}b"), ("select", "id,\u{0}x"), ("i\u{0}d", "eq.1"), ("or", "(a.eq.\u{0})")] {
+            let error = pgError { _ = try pgParse([item]) }
+            #expect(error?.code == "PGRST100")
+            #expect(error?.details == "NUL (%00) is not allowed")
+        }
     }
 }

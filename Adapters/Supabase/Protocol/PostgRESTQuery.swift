@@ -47,6 +47,11 @@ public struct PostgRESTQuery: Sendable, Equatable {
         // select may come later in the query string, so these wait until it is known.
         var dotted: [(name: String, value: String)] = []
         for (name, value) in queryItems {
+            // PostgreSQL text cannot hold NUL and libpq's parameters end at the first one: refuse it rather than
+            // let `a%00b` silently become `a`.
+            guard !name.unicodeScalars.contains("\0"), !value.unicodeScalars.contains("\0") else {
+                throw PostgRESTError.parse("failed to parse the query string", details: "NUL (%00) is not allowed")
+            }
             if name.contains("."), !["not.and", "not.or"].contains(name) {
                 dotted.append((name, value))
                 continue
