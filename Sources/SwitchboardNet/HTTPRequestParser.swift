@@ -181,6 +181,12 @@ final class HTTPRequestParser {
             remoteAddress: "", remotePort: 0,
             httpVersion: "\(parser.pointee.http_major).\(parser.pointee.http_minor)",
             contentLength: hasLength ? Int64(clamping: declared) : -1, isChunked: isChunked)
+        // http-parser refuses most ambiguous framing itself; the pure check states the rule for every case.
+        do throws(HTTPRequestFraming.Violation) {
+            try HTTPRequestFraming.validate(headers)
+        } catch {
+            return stop(400, error.description)
+        }
         output.events.append(.head(head, upgrade: parser.pointee.upgrade == 1))
         if hasLength && declared > UInt64(limits.maxBodyBytes) {
             return stop(413, "request body larger than \(limits.maxBodyBytes) bytes")
