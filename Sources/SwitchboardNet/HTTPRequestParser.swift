@@ -174,7 +174,12 @@ final class HTTPRequestParser {
         let declared = parser.pointee.content_length
         let hasLength = parser.pointee.flags & UInt32(F_CONTENTLENGTH.rawValue) != 0
         let isChunked = parser.pointee.flags & UInt32(F_CHUNKED.rawValue) != 0
-        let target = HTTPRequestTarget(raw: url)
+        let target: HTTPRequestTarget
+        do throws(HTTPRequestPath.Refusal) {
+            target = try HTTPRequestTarget(raw: url)
+        } catch {
+            return stop(400, error.description)
+        }
         let method = String(cString: http_method_str(http_method(rawValue: parser.pointee.method)))
         let head = HTTPServerRequestHead(
             method: HTTPMethod(rawValue: method), path: target.path, rawQuery: target.query, headers: headers,
@@ -243,15 +248,16 @@ final class HTTPRequestParser {
     }()
 }
 
-/// A request target split into its percent-decoded, dot-segment-free path and its raw query.
+/// A request target split into its decoded, cleaned path (`HTTPRequestPath`) and its raw query.
 struct HTTPRequestTarget: Hashable, Sendable {
     /// The decoded path, always starting with `/`.
     var path: String
     /// The query as sent, without `?`; nil when there was none.
     var query: String?
 
-    /// Splits `raw` (origin form `/a/b?q`, or absolute form `http://host/a/b?q`).
-    init(raw: [UInt8]) {
+    /// Splits `raw` (origin form `/a/b?q`, or absolute form `http://host/a/b?q`); a path that decodes to a control
+    /// character is refused.
+    init(raw: [UInt8]) throws(HTTPRequestPath.Refusal) {
         var bytes = raw[...]
         if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) { bytes = bytes[..<hash] }
         if bytes.first != UInt8(ascii: "/"), let scheme = Self.range(of: Array("://".utf8), in: bytes) {
@@ -264,7 +270,8 @@ struct HTTPRequestTarget: Hashable, Sendable {
             pathBytes = bytes[..<mark]
             query = String(decoding: bytes[(mark + 1)...], as: UTF8.self)
         }
-        path = Self.removeDotSegments(String(decoding: Self.percentDecoded(pathBytes), as: UTF8.self))
+        let rawPath = String(decoding: pathBytes, as: UTF8.self)
+        path = try HTTPRequestPath.decode(rawPath.hasPrefix("/") ? rawPath : "/" + rawPath)
     }
 
     private static func range(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Range<Int>? {
@@ -275,52 +282,5 @@ struct HTTPRequestTarget: Hashable, Sendable {
             index += 1
         }
         return nil
-    }
-
-    /// `%XX` decoded; a malformed escape is kept as written; `+` stays `+` (it means space only in queries).
-    static func percentDecoded(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%"), index + 2 < bytes.endIndex,
-               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
-                decoded.append(high << 4 | low)
-                index += 3
-            } else {
-                decoded.append(byte)
-                index += 1
-            }
-        }
-        return decoded
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
-    /// RFC 3986 §5.2.4 for an absolute path: `.` and `..` segments removed, never climbing above `/`.
-    static func removeDotSegments(_ path: String) -> String {
-        var output: [Substring] = []
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        for (index, segment) in segments.enumerated() {
-            let isLast = index == segments.count - 1
-            switch segment {
-            case ".":
-                if isLast { output.append("") }
-            case "..":
-                if !output.isEmpty { output.removeLast() }
-                if isLast { output.append("") }
-            default:
-                output.append(segment)
-            }
-        }
-        return "/" + output.joined(separator: "/")
     }
 }

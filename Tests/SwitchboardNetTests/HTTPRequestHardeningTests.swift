@@ -2,7 +2,8 @@ import Foundation
 import SwitchboardNet
 import Testing
 
-/// `HTTPRequestFraming` (conflicting `Content-Length`, `Transfer-Encoding` with `Content-Length`), without a server.
+/// `HTTPRequestFraming` (conflicting `Content-Length`, `Transfer-Encoding` with `Content-Length`) and
+/// `HTTPRequestPath` (percent-decoding that refuses `%00`, civetweb's dot-segment cleaning), without a server.
 @Suite struct HTTPRequestHardeningTests {
     @Test("unambiguous framing passes", arguments: [
         [(String, String)](), [("Content-Length", "5")], [("content-length", "0")], [("Content-Length", "5"), ("Content-Length", "5")],
@@ -29,11 +30,35 @@ import Testing
         let violation = #expect(throws: HTTPRequestFraming.Violation.self) { try HTTPRequestFraming.validate(HTTPHeaders(fields)) }
         #expect(violation?.description == reason)
     }
+
+    @Test("paths are percent-decoded as civetweb decodes them ('+' stays, a stray '%' stays)", arguments: [
+        ("/echo/sub%20dir", "/echo/sub dir"), ("/a+b", "/a+b"), ("/%E2%9C%93", "/✓"), ("/100%", "/100%"), ("/%zz%4", "/%zz%4"),
+        ("/%41%6a", "/Aj"), ("/", "/"), ("/rest/v1/messages", "/rest/v1/messages"),
+    ])
+    func pathDecoded(raw: String, expected: String) throws {
+        #expect(try HTTPRequestPath.decode(raw) == expected)
+    }
+
+    @Test("dot segments, backslashes, repeated slashes and trailing dots are cleaned as civetweb cleans them", arguments: [
+        ("/a/../b", "/b"), ("/a/./b", "/a/b"), ("/../../etc/passwd", "/etc/passwd"), ("/a/%2e%2e/%2E%2E/b", "/b"),
+        ("/a%2F..%2F..%2Fb", "/b"), ("/a%5C..%5C..%5Cb", "/b"), ("/a//b", "/a/b"), ("/a/b.", "/a/b"), ("/a./b", "/a/b"),
+        ("/a/..", "/"), ("/a/.", "/a/"), ("/x/%252e%252e/y", "/x/%2e%2e/y"), ("/a.b/c", "/a.b/c"), ("/.../b", "/b"),
+    ])
+    func pathCleaned(raw: String, expected: String) throws {
+        #expect(try HTTPRequestPath.decode(raw) == expected)
+    }
+
+    @Test("NUL and other control characters after decoding are refused, not cut short", arguments: [
+        "/storage/v1/object/b/a%00b", "/a%00", "/%0a", "/a%0D%0Ab", "/a%1fb", "/a%7Fb", "/a%09b",
+    ])
+    func controlCharactersRefused(raw: String) {
+        #expect(throws: HTTPRequestPath.Refusal.self) { try HTTPRequestPath.decode(raw) }
+    }
 }
 
 extension NetworkSuites {
-    /// The framing refusals on a running server.
-    @Suite("HTTPServer refuses ambiguous framing")
+    /// The framing and path refusals on a running server.
+    @Suite("HTTPServer refuses ambiguous framing and NUL in paths")
     struct HTTPServerFramingTests {
         /// Runs `body` against a server whose `/echo` answers the path and body it received.
         private func withServer(_ body: (Int) async throws -> Void) async throws {
@@ -69,6 +94,20 @@ extension NetworkSuites {
                 #expect(text.contains("\r\nConnection: close\r\n"))
                 #expect(!text.contains("/echo "), "the handler never ran")
                 #expect(closed)
+            }
+        }
+
+        @Test("a path with %00 gets 400 instead of reaching the handler cut short; ordinary paths still decode")
+        func nulInPath() async throws {
+            try await withServer { port in
+                let (text, closed) = try await exchange("GET /echo/a%00b HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+                #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(text)")
+                #expect(!text.contains("/echo/a "))
+                #expect(closed)
+                let fine = try await exchange("POST /echo/x/%2e%2e/sub%20dir HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                                              + "Connection: close\r\n\r\nok", port: port)
+                #expect(fine.text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(fine.text)")
+                #expect(fine.text.hasSuffix("\r\n\r\n/echo/sub dir ok"), "\(fine.text)")
             }
         }
     }
