@@ -1,34 +1,37 @@
 /// A small pure-Swift DEFLATE decoder (RFC 1951) with the zlib (RFC 1950) and gzip (RFC 1952) wrappers, for
 /// `EncodedContent.compression`. Decompression only: libxmtp never compresses what it sends.
 enum Inflate {
-    /// The largest output accepted (a guard against decompression bombs).
+    /// The largest output accepted by default (a guard against decompression bombs): output stops growing at the
+    /// limit, checked before every literal, copy and stored block, so a bomb costs at most this much memory.
     static let maximumOutput = 256 * 1024 * 1024
 
     /// Inflates zlib-wrapped data (checking the Adler-32), or raw deflate when there is no valid zlib header.
-    static func zlibOrRaw(_ data: [UInt8]) throws(XMTPCodecError) -> [UInt8] {
+    static func zlibOrRaw(_ data: [UInt8], maximumOutput limit: Int = maximumOutput) throws(XMTPCodecError) -> [UInt8] {
         if data.count >= 6, data[0] & 0x0F == 8, data[0] >> 4 <= 7, (UInt16(data[0]) << 8 | UInt16(data[1])) % 31 == 0,
            data[1] & 0x20 == 0 {
             do throws(XMTPCodecError) {
                 var reader = BitReader(data, start: 2)
-                let output = try inflate(&reader)
+                let output = try inflate(&reader, maximumOutput: limit)
                 let end = reader.alignedByteIndex
                 guard end + 4 <= data.count else { throw XMTPCodecError.decompressionFailed("zlib stream is missing its Adler-32") }
                 let expected = UInt32(data[end]) << 24 | UInt32(data[end + 1]) << 16 | UInt32(data[end + 2]) << 8 | UInt32(data[end + 3])
                 guard adler32(output) == expected else { throw XMTPCodecError.decompressionFailed("zlib Adler-32 mismatch") }
                 return output
             } catch {
+                // Output past the limit is final: a bomb is not inflated a second time as raw deflate.
+                guard error != tooLarge(limit) else { throw error }
                 // Raw deflate that merely looks like a zlib header: try it as raw before giving up.
                 var reader = BitReader(data, start: 0)
-                guard let output = try? inflate(&reader) else { throw error }
+                guard let output = try? inflate(&reader, maximumOutput: limit) else { throw error }
                 return output
             }
         }
         var reader = BitReader(data, start: 0)
-        return try inflate(&reader)
+        return try inflate(&reader, maximumOutput: limit)
     }
 
     /// Inflates a gzip member (checking CRC-32 and length).
-    static func gzip(_ data: [UInt8]) throws(XMTPCodecError) -> [UInt8] {
+    static func gzip(_ data: [UInt8], maximumOutput limit: Int = maximumOutput) throws(XMTPCodecError) -> [UInt8] {
         guard data.count >= 18, data[0] == 0x1F, data[1] == 0x8B, data[2] == 8 else {
             throw .decompressionFailed("not a gzip stream")
         }
@@ -45,7 +48,7 @@ enum Inflate {
         if flags & 0x02 != 0 { index += 2 }
         guard index < data.count else { throw .decompressionFailed("truncated gzip header") }
         var reader = BitReader(data, start: index)
-        let output = try inflate(&reader)
+        let output = try inflate(&reader, maximumOutput: limit)
         let end = reader.alignedByteIndex
         guard end + 8 <= data.count else { throw .decompressionFailed("gzip stream is missing its trailer") }
         let crc = (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[end + $1]) << (8 * UInt32($1)) }
@@ -149,8 +152,11 @@ enum Inflate {
     /// Extra bits of distance symbols 0…29.
     private static let distanceExtra = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13]
 
-    /// Inflates raw DEFLATE blocks until the final one.
-    static func inflate(_ reader: inout BitReader) throws(XMTPCodecError) -> [UInt8] {
+    /// The error for output that would pass `limit` bytes.
+    private static func tooLarge(_ limit: Int) -> XMTPCodecError { .decompressionFailed("output larger than \(limit) bytes") }
+
+    /// Inflates raw DEFLATE blocks until the final one, refusing output beyond `limit` bytes.
+    static func inflate(_ reader: inout BitReader, maximumOutput limit: Int = maximumOutput) throws(XMTPCodecError) -> [UInt8] {
         var output: [UInt8] = []
         var final = false
         while !final {
@@ -161,19 +167,19 @@ enum Inflate {
                 let length = try reader.bits(16)
                 let complement = try reader.bits(16)
                 guard length == ~complement & 0xFFFF else { throw .decompressionFailed("stored block length mismatch") }
+                guard output.count + length <= limit else { throw tooLarge(limit) }
                 for _ in 0..<length { output.append(UInt8(try reader.bits(8))) }
             case 1:
                 let literal = try Huffman(lengths: Array(repeating: 8, count: 144) + Array(repeating: 9, count: 112)
                                           + Array(repeating: 7, count: 24) + Array(repeating: 8, count: 8))
                 let distance = try Huffman(lengths: Array(repeating: 5, count: 30))
-                try inflateBlock(&reader, literal: literal, distance: distance, into: &output)
+                try inflateBlock(&reader, literal: literal, distance: distance, into: &output, limit: limit)
             case 2:
                 let (literal, distance) = try dynamicCodes(&reader)
-                try inflateBlock(&reader, literal: literal, distance: distance, into: &output)
+                try inflateBlock(&reader, literal: literal, distance: distance, into: &output, limit: limit)
             default:
                 throw .decompressionFailed("invalid block type 3")
             }
-            guard output.count <= maximumOutput else { throw .decompressionFailed("output larger than \(maximumOutput) bytes") }
         }
         return output
     }
@@ -205,12 +211,13 @@ enum Inflate {
         return (try Huffman(lengths: Array(lengths[0..<literalCount])), try Huffman(lengths: Array(lengths[literalCount...])))
     }
 
-    /// Decodes literal/length and distance symbols until end of block.
+    /// Decodes literal/length and distance symbols until end of block, keeping `output` within `limit` bytes.
     private static func inflateBlock(_ reader: inout BitReader, literal: Huffman, distance: Huffman,
-                                     into output: inout [UInt8]) throws(XMTPCodecError) {
+                                     into output: inout [UInt8], limit: Int) throws(XMTPCodecError) {
         while true {
             let symbol = try literal.decode(&reader)
             if symbol < 256 {
+                guard output.count < limit else { throw tooLarge(limit) }
                 output.append(UInt8(symbol))
             } else if symbol == 256 {
                 return
@@ -222,9 +229,9 @@ enum Inflate {
                 guard distanceSymbol < distanceBase.count else { throw .decompressionFailed("invalid distance symbol") }
                 let back = distanceBase[distanceSymbol] + (try reader.bits(distanceExtra[distanceSymbol]))
                 guard back <= output.count else { throw .decompressionFailed("distance too far back") }
+                guard output.count + length <= limit else { throw tooLarge(limit) }
                 let start = output.count - back
                 for i in 0..<length { output.append(output[start + i]) }
-                guard output.count <= maximumOutput else { throw .decompressionFailed("output larger than \(maximumOutput) bytes") }
             }
         }
     }
