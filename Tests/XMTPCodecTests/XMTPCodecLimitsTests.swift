@@ -1,3 +1,4 @@
+import SwitchboardCore
 import Testing
 @testable import XMTPCodec
 
@@ -44,7 +45,14 @@ private func deflateBomb(copies: Int) -> [UInt8] {
     return writer.bytes
 }
 
-/// Inflate output caps.
+/// A reply to a reply … `replies` deep around the text "hi".
+private func nestedReplies(_ replies: Int) -> XMTPEncodedContent {
+    var content = XMTPText("hi").encoded()
+    for _ in 0..<replies { content = XMTPReply(reference: "ab", content: content).encoded() }
+    return content
+}
+
+/// Inflate output caps and the nesting limit of `decodedJSON()`.
 @Suite struct XMTPCodecLimitsTests {
     @Test("a deflate bomb stops at the output limit instead of growing without end")
     func inflateBomb() throws {
@@ -70,5 +78,36 @@ private func deflateBomb(copies: Int) -> [UInt8] {
         #expect(throws: XMTPCodecError.decompressionFailed("output larger than 1000 bytes")) {
             try Inflate.zlibOrRaw(stored, maximumOutput: 1_000)
         }
+    }
+
+    @Test("replies nested below the limit decode fully; deeper chains end in an error, not a stack overflow")
+    func nestedContentDepth() throws {
+        let limit = XMTPEncodedContent.maximumNestingDepth
+        /// The levels of `decodedJSON()` output followed down `content.content`, and the innermost level.
+        func walk(_ json: JSONValue) -> (levels: Int, innermost: JSONValue) {
+            var levels = 1
+            var current = json
+            while let next = current["content"]?["content"], next["type"] != nil {
+                current = next
+                levels += 1
+            }
+            return (levels, current)
+        }
+        let fitting = walk(nestedReplies(limit - 1).decodedJSON())
+        #expect(fitting.levels == limit)
+        #expect(fitting.innermost["content"] == .string("hi"))
+        #expect(fitting.innermost["error"] == nil)
+
+        let tooDeep = walk(nestedReplies(limit).decodedJSON())
+        #expect(tooDeep.levels == limit)
+        #expect(tooDeep.innermost["content"] == .null)
+        #expect(tooDeep.innermost["error"]?.stringValue?.contains("nested content deeper than \(limit) levels") == true)
+
+        // A hostile chain 1,000 deep (about 100 KB) is described down to the limit and no further.
+        let hostile = nestedReplies(1_000)
+        #expect(walk(hostile.decodedJSON()).levels == limit)
+        // What the limit lets through reads back with the JSON depth the codecs accept.
+        let text = nestedReplies(limit - 1).decodedJSON().serialized
+        #expect(throws: Never.self) { try JSONValue.parse(text, maximumDepth: XMTPContent.maximumJSONDepth) }
     }
 }

@@ -24,14 +24,26 @@ extension XMTPContent {
         return known.first { $0.typeID == name }
     }
 
+    /// The content this value wraps: a reply's content or an edit's new content; nil for every other type.
+    var nested: XMTPEncodedContent? {
+        switch self {
+        case .reply(let value): value.content
+        case .editMessage(let value): value.editedContent
+        default: nil
+        }
+    }
+
     /// The value as JSON (without type, parameters or fallback).
-    public var json: JSONValue {
+    public var json: JSONValue { json(depth: 1) }
+
+    /// `json` for content nested at `depth` (1 for the outermost); nested content is described at `depth + 1`.
+    func json(depth: Int) -> JSONValue {
         switch self {
         case .text(let value): return .string(value.text)
         case .reply(let value):
             var fields: [(key: String, value: JSONValue)] = [("reference", .string(value.reference))]
             if let inbox = value.referenceInboxID { fields.append(("referenceInboxId", .string(inbox))) }
-            fields.append(("content", value.content.decodedJSON()))
+            fields.append(("content", value.content.decodedJSON(depth: depth + 1)))
             return .object(fields)
         case .reaction(let value):
             return .object([("reference", .string(value.reference)), ("referenceInboxId", .string(value.referenceInboxID)),
@@ -52,7 +64,8 @@ extension XMTPContent {
         case .multiRemoteAttachment(let value): return .object([("attachments", .array(value.attachments.map(Self.remoteJSON)))])
         case .deleteMessage(let value): return .object([("messageId", .string(value.messageID))])
         case .editMessage(let value):
-            return .object([("messageId", .string(value.messageID)), ("editedContent", value.editedContent?.decodedJSON() ?? .null)])
+            return .object([("messageId", .string(value.messageID)),
+                            ("editedContent", value.editedContent?.decodedJSON(depth: depth + 1) ?? .null)])
         case .unknown(let content): return .object([("raw", .string(Base64.encode(content.content)))])
         }
     }
@@ -171,17 +184,33 @@ extension XMTPContent {
 }
 
 extension XMTPEncodedContent {
+    /// The deepest chain of nested content (a reply to a reply of an edit…) `decodedJSON()` follows: each level costs
+    /// a few bytes on the wire but a stack frame and a copy of the rest here, and its JSON must stay within
+    /// `XMTPContent.maximumJSONDepth` (two JSON levels per nesting) so `fromJSON` can read it back.
+    public static let maximumNestingDepth = 32
+
     /// `{"type": "authority/type:major.minor", "parameters": {…}, "fallback": …, "content": value}` (plus
-    /// `"compression"` when set, and `"error"` with `content: null` when a known type fails to decode).
+    /// `"compression"` when set, and `"error"` with `content: null` when a known type fails to decode or nests
+    /// deeper than `maximumNestingDepth`).
     public func decodedJSON() -> JSONValue {
+        decodedJSON(depth: 1)
+    }
+
+    /// `decodedJSON()` for content nested at `depth` (1 for the outermost).
+    func decodedJSON(depth: Int) -> JSONValue {
         var fields: [(key: String, value: JSONValue)] = [
             ("type", type.map { .string($0.description) } ?? .null),
             ("parameters", .object(parameters.mapValues { JSONValue.string($0) })),
             ("fallback", fallback.map { .string($0) } ?? .null),
         ]
         if let compression { fields.append(("compression", .string(compression.description))) }
-        do {
-            fields.append(("content", try XMTPContent.decode(self).json))
+        do throws(XMTPCodecError) {
+            let content = try XMTPContent.decode(self)
+            if depth >= Self.maximumNestingDepth, content.nested != nil {
+                throw XMTPCodecError.invalidContent(type: type?.typeID ?? "unknown",
+                                                    reason: "nested content deeper than \(Self.maximumNestingDepth) levels")
+            }
+            fields.append(("content", content.json(depth: depth)))
         } catch {
             fields += [("content", .null), ("error", .string(error.description))]
         }
