@@ -35,8 +35,15 @@ public struct JWTSigner: Sendable, CustomStringConvertible, CustomReflectable {
         return signingInput + "." + JWTBase64URL.encode(HMAC.sha256(key: key, message: Array(signingInput.utf8)))
     }
 
+    /// The longest token accepted, in bytes: far above any real access token (Supabase's are under 1 KiB), low
+    /// enough that the header, parsed before the signature is checked, costs little when it is hostile.
+    public static let maximumTokenLength = 16 * 1024
+
     /// The claims of `token` if it is a well-formed HS256 JWT signed with this key and valid at `now`.
     public func verify(_ token: String, now: Date = Date()) throws -> JWTClaims {
+        guard token.utf8.count <= Self.maximumTokenLength else {
+            throw JWTError(.malformed, "JWT longer than \(Self.maximumTokenLength) bytes")
+        }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             throw JWTError(.malformed, "Expected 3 parts in JWT; got \(parts.count)")
