@@ -1,0 +1,52 @@
+import Foundation
+import SwitchboardCore
+import Testing
+@testable import SocketIOProtocol
+
+/// The limits the Socket.IO / Engine.IO decoders keep against hostile packets: JSON depth (`JSONValue.maximumDepth`),
+/// attachment count (`SocketIOPacket.maximumAttachmentCount`) and ack ids that do not fit an `Int`.
+@Suite("Socket.IO packet limits")
+struct SocketIOLimitsTests {
+    /// `depth` nested arrays.
+    private func nested(_ depth: Int) -> String {
+        String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+    }
+
+    @Test("an event nested 10,000 deep is invalid JSON, not a stack overflow")
+    func deepEvent() throws {
+        for text in [#"42["e","# + nested(10_000) + "]", #"3/chat,7"# + nested(10_000), "40" + String(repeating: #"{"a":"#, count: 10_000)] {
+            let error = #expect(throws: SocketIOProtocolError.self) { try SocketIOPacket.decode(text) }
+            #expect(error.map { if case .invalidJSON = $0 { true } else { false } } == true, "\(String(describing: error))")
+        }
+        // As deep as JSON allows is still an event.
+        let deepest = #"42["e","# + nested(JSONValue.maximumDepth - 1) + "]"
+        #expect(try SocketIOPacket.decode(deepest).eventName == "e")
+    }
+
+    @Test("attachment counts above the limit and ack ids of 100,000 digits are refused")
+    func countsAndIDs() {
+        let count = SocketIOPacket.maximumAttachmentCount + 1
+        #expect(throws: SocketIOProtocolError.invalidAttachmentCount("\(count) exceeds \(SocketIOPacket.maximumAttachmentCount)")) {
+            try SocketIOPacket.decode("5\(count)-[\"e\"]")
+        }
+        let hugeCount = #expect(throws: SocketIOProtocolError.self) {
+            try SocketIOPacket.decode("5" + String(repeating: "9", count: 100_000) + "-[\"e\"]")
+        }
+        #expect(hugeCount.map { if case .invalidAttachmentCount = $0 { true } else { false } } == true)
+        let hugeID = #expect(throws: SocketIOProtocolError.self) {
+            try SocketIOPacket.decode("42" + String(repeating: "7", count: 100_000) + "[\"e\"]")
+        }
+        #expect(hugeID.map { if case .invalidAckID = $0 { true } else { false } } == true)
+    }
+
+    @Test("a placeholder deep inside a binary event is checked without trouble")
+    func deepPlaceholder() throws {
+        let depth = JSONValue.maximumDepth - 3
+        let text = "451-[\"e\"," + String(repeating: "[", count: depth) + #"{"_placeholder":true,"num":0}"#
+            + String(repeating: "]", count: depth) + "]"
+        var assembler = SocketIOBinaryAssembler()
+        #expect(try assembler.begin(try SocketIOPacket.decode(text)) == nil)
+        let packet = try #require(try assembler.add(Data([1, 2, 3])))
+        #expect(packet.attachments == [Data([1, 2, 3])])
+    }
+}
