@@ -3,8 +3,9 @@ import SwitchboardCore
 import Testing
 @testable import SocketIOProtocol
 
-/// The limits the Socket.IO / Engine.IO decoders keep against hostile packets: JSON depth (`JSONValue.maximumDepth`),
+/// The limits the Socket.IO decoder keeps against hostile packets: JSON depth (`JSONValue.maximumDepth`),
 /// attachment count (`SocketIOPacket.maximumAttachmentCount`) and ack ids that do not fit an `Int`.
+/// (Packets are the Socket.IO text after Engine.IO's `4`.)
 @Suite("Socket.IO packet limits")
 struct SocketIOLimitsTests {
     /// `depth` nested arrays.
@@ -14,12 +15,12 @@ struct SocketIOLimitsTests {
 
     @Test("an event nested 10,000 deep is invalid JSON, not a stack overflow")
     func deepEvent() throws {
-        for text in [#"42["e","# + nested(10_000) + "]", #"3/chat,7"# + nested(10_000), "40" + String(repeating: #"{"a":"#, count: 10_000)] {
+        for text in [#"2["e","# + nested(10_000) + "]", #"3/chat,7"# + nested(10_000), "0" + String(repeating: #"{"a":"#, count: 10_000)] {
             let error = #expect(throws: SocketIOProtocolError.self) { try SocketIOPacket.decode(text) }
             #expect(error.map { if case .invalidJSON = $0 { true } else { false } } == true, "\(String(describing: error))")
         }
         // As deep as JSON allows is still an event.
-        let deepest = #"42["e","# + nested(JSONValue.maximumDepth - 1) + "]"
+        let deepest = #"2["e","# + nested(JSONValue.maximumDepth - 1) + "]"
         #expect(try SocketIOPacket.decode(deepest).eventName == "e")
     }
 
@@ -34,7 +35,7 @@ struct SocketIOLimitsTests {
         }
         #expect(hugeCount.map { if case .invalidAttachmentCount = $0 { true } else { false } } == true)
         let hugeID = #expect(throws: SocketIOProtocolError.self) {
-            try SocketIOPacket.decode("42" + String(repeating: "7", count: 100_000) + "[\"e\"]")
+            try SocketIOPacket.decode("2" + String(repeating: "7", count: 100_000) + "[\"e\"]")
         }
         #expect(hugeID.map { if case .invalidAckID = $0 { true } else { false } } == true)
     }
@@ -42,7 +43,7 @@ struct SocketIOLimitsTests {
     @Test("a placeholder deep inside a binary event is checked without trouble")
     func deepPlaceholder() throws {
         let depth = JSONValue.maximumDepth - 3
-        let text = "451-[\"e\"," + String(repeating: "[", count: depth) + #"{"_placeholder":true,"num":0}"#
+        let text = "51-[\"e\"," + String(repeating: "[", count: depth) + #"{"_placeholder":true,"num":0}"#
             + String(repeating: "]", count: depth) + "]"
         var assembler = SocketIOBinaryAssembler()
         #expect(try assembler.begin(try SocketIOPacket.decode(text)) == nil)
