@@ -120,9 +120,10 @@ final class HTTPRequestParser {
 
     // MARK: Callbacks (http-parser calls these synchronously inside `feed`)
 
+    /// Records the failure and halts http-parser: -1, because 1 and 2 from `on_headers_complete` mean "no body".
     private func stop(_ status: Int, _ reason: String) -> Int32 {
         stoppedBy = Failure(status: status, reason: reason)
-        return 1
+        return -1
     }
 
     private func countHead(_ length: Int) -> Int32 {
