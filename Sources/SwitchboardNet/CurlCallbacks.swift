@@ -4,11 +4,12 @@ import CCurl
 ///
 /// Written as static members of a nonisolated type: a closure isolated to an actor would trap when C calls it.
 enum CurlCallbacks {
-    /// CURLOPT_WRITEFUNCTION: body bytes.
+    /// CURLOPT_WRITEFUNCTION: body bytes; 0 (curl aborts with CURLE_WRITE_ERROR) once the body passes its limit.
     static let write: curl_write_callback = { data, size, count, context in
         guard let context else { return 0 }
         let length = size * count
         let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        if transfer.bodyExceedsLimit(adding: length) { return 0 }
         return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : CCURL_WRITEFUNC_PAUSE
     }
 

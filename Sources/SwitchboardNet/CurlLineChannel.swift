@@ -42,12 +42,18 @@ final class CurlLineChannel: CurlTransferDelegate, @unchecked Sendable {
 
     private let state = Mutex(State())
     private let maximumBufferedLines: Int
+    /// The longest line held, or nil for no limit.
+    private let maximumLineBytes: Int?
     /// The bytes after the last line break (curl thread only).
     private var partialLine: [UInt8] = []
+    /// Set once a line passed `maximumLineBytes`: the rest of the body is dropped unread (curl thread only).
+    private var overflowed = false
 
-    /// A channel that pauses the transfer when `maximumBufferedLines` lines wait unread.
-    init(maximumBufferedLines: Int) {
+    /// A channel that pauses the transfer when `maximumBufferedLines` lines wait unread, and fails it with
+    /// `.responseTooLarge` when a line passes `maximumLineBytes` (nil: no limit).
+    init(maximumBufferedLines: Int, maximumLineBytes: Int? = nil) {
         self.maximumBufferedLines = max(1, maximumBufferedLines)
+        self.maximumLineBytes = maximumLineBytes.map { max(1, $0) }
     }
 
     /// Remembers who waits for the head; install before the transfer starts.
@@ -143,7 +149,7 @@ final class CurlLineChannel: CurlTransferDelegate, @unchecked Sendable {
         switch admission {
         case .discard: return true
         case .pause: return false
-        case .accept: break
+        case .accept: if overflowed { return true }
         }
 
         var newLines: [String] = []
@@ -154,6 +160,10 @@ final class CurlLineChannel: CurlTransferDelegate, @unchecked Sendable {
             start = newline + 1
         }
         partialLine.append(contentsOf: bytes[start...])
+        if let limit = maximumLineBytes, partialLine.count > limit || newLines.contains(where: { $0.utf8.count > limit }) {
+            overflowLine(limit: limit)
+            return true
+        }
         guard !newLines.isEmpty else { return true }
 
         let delivery: (CheckedContinuation<Delivery, any Error>, String)? = state.withLock { state in
@@ -165,8 +175,28 @@ final class CurlLineChannel: CurlTransferDelegate, @unchecked Sendable {
         return true
     }
 
+    /// A line passed `limit`: the body ends for the consumer with `.responseTooLarge` after the lines already queued,
+    /// and whatever curl still delivers is dropped until the consumer cancels the transfer.
+    private func overflowLine(limit: Int) {
+        overflowed = true
+        partialLine = []
+        let error = HTTPClientError(responseLargerThan: limit)
+        let waiter: CheckedContinuation<Delivery, any Error>? = state.withLock { state in
+            state.ending = .failure(error)
+            guard let waiter = state.waiter.take() else { return nil }
+            state.reportedEnd = true
+            return waiter
+        }
+        waiter?.resume(throwing: error)
+    }
+
     /// Records the end; a final line without a line break counts when the body ended cleanly.
     func transferFinished(_ result: Result<CurlResponseHead, any Error>) {
+        if overflowed {
+            // The consumer was already told why the body ended; only a waiter for the head may remain.
+            state.withLock { $0.head.take() }?.resume(with: result)
+            return
+        }
         var trailing: String?
         if case .success = result, !partialLine.isEmpty { trailing = takeLine() }
         partialLine = []

@@ -178,9 +178,12 @@ final class CurlMultiLoop: @unchecked Sendable {
             guard let transfer = active[easy] else { continue }
             let code = message.pointee.data.result
             let status = easy.info(CURLINFO_RESPONSE_CODE).flatMap { $0 > 0 ? $0 : nil }
-            let result: Result<CurlResponseHead, any Error> = code == CURLE_OK
+            var result: Result<CurlResponseHead, any Error> = code == CURLE_OK
                 ? .success(transfer.finalHead(status: status))
                 : .failure(HTTPClientError(curlCode: code, detail: transfer.errorDetail, status: status))
+            if transfer.exceededBodyLimit, let limit = transfer.plan.maximumBodyBytes {
+                result = .failure(HTTPClientError(responseLargerThan: limit, status: status))
+            }
             remove(transfer, result: result)
         }
     }

@@ -14,6 +14,8 @@ struct CurlRequestPlan: Sendable {
     let timeoutMilliseconds: Int?
     /// Called on the curl thread with the fraction of the body sent, only ever increasing.
     let progress: (@Sendable (Double) -> Void)?
+    /// The most body bytes the transfer may receive before it is aborted, or nil for no limit.
+    var maximumBodyBytes: Int?
 
     /// Validates `request` and prepares it; throws `.invalidRequest` for header fields that cannot be sent safely.
     init(request: HTTPRequest, body: Data?, timeout: Duration?,

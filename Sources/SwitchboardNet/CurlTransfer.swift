@@ -36,6 +36,10 @@ final class CurlTransfer: @unchecked Sendable {
     private var uploadOffset = 0
     private var reportedProgress = 0.0
     private var finished = false
+    /// Body bytes accepted so far, against `plan.maximumBodyBytes`.
+    private var receivedBodyBytes = 0
+    /// Set when the body passed `plan.maximumBodyBytes` and the transfer was aborted for it.
+    private(set) var exceededBodyLimit = false
 
     /// A transfer of `plan` reporting to `delegate`.
     init(plan: CurlRequestPlan, delegate: any CurlTransferDelegate, followsRedirects: Bool) {
@@ -183,6 +187,18 @@ final class CurlTransfer: @unchecked Sendable {
             delegate.transferReceivedHead(finalHead(status: easy?.info(CURLINFO_RESPONSE_CODE)))
         }
         return delegate.transferReceivedBody(bytes)
+    }
+
+    /// Whether `count` more body bytes would pass `plan.maximumBodyBytes`; then the transfer is marked and must be
+    /// aborted (the bytes are not delivered).
+    func bodyExceedsLimit(adding count: Int) -> Bool {
+        guard let limit = plan.maximumBodyBytes else { return false }
+        guard receivedBodyBytes + count <= limit else {
+            exceededBodyLimit = true
+            return true
+        }
+        receivedBodyBytes += count
+        return false
     }
 
     /// Copies the next part of the body into curl's buffer; 0 at the end.

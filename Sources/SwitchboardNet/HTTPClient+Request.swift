@@ -12,14 +12,19 @@ public struct HTTPRequest: Sendable, Hashable {
     public var body: Data?
     /// The limit for the whole transfer, or nil for the client's default.
     public var timeout: Duration?
+    /// The most response bytes held for this request, or nil for no limit: for `send` and `upload` the whole
+    /// (decoded) body, which fails with `.responseTooLarge` as soon as it passes the limit, so an endless or huge
+    /// answer is cut instead of buffered; for `lines(_:)` the longest line.
+    public var maximumResponseBytes: Int?
 
     /// Makes a request; the method defaults to GET.
     public init(method: HTTPMethod = .get, url: URL, headers: HTTPHeaders = HTTPHeaders(), body: Data? = nil,
-                timeout: Duration? = nil) {
+                timeout: Duration? = nil, maximumResponseBytes: Int? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.maximumResponseBytes = maximumResponseBytes
     }
 }

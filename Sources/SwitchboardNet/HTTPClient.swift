@@ -23,11 +23,13 @@ public final class HTTPClient: Sendable {
     /// How many new connections this client's transfers have opened (for tests of connection reuse).
     var connectionsOpened: Int { loop.connectionsOpened }
 
-    /// Sends `request` and returns the whole response; throws `HTTPClientError` when no response arrived, or
-    /// `CancellationError` when the task was cancelled (the transfer is stopped first).
+    /// Sends `request` and returns the whole response; throws `HTTPClientError` when no response arrived (or its
+    /// body passed `request.maximumResponseBytes`), or `CancellationError` when the task was cancelled (the transfer
+    /// is stopped first).
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let plan = try CurlRequestPlan(request: request, body: request.body,
+        var plan = try CurlRequestPlan(request: request, body: request.body,
                                        timeout: request.timeout ?? configuration.timeout)
+        plan.maximumBodyBytes = request.maximumResponseBytes
         return try await perform(plan)
     }
 
@@ -35,8 +37,9 @@ public final class HTTPClient: Sendable {
     /// only ever increasing, ending at 1.0 — from the curl thread; keep it quick.
     public func upload(_ request: HTTPRequest, body: Data,
                        progress: @escaping @Sendable (Double) -> Void) async throws -> HTTPResponse {
-        let plan = try CurlRequestPlan(request: request, body: body, timeout: request.timeout ?? configuration.timeout,
+        var plan = try CurlRequestPlan(request: request, body: body, timeout: request.timeout ?? configuration.timeout,
                                        progress: progress)
+        plan.maximumBodyBytes = request.maximumResponseBytes
         return try await perform(plan)
     }
 
@@ -45,7 +48,8 @@ public final class HTTPClient: Sendable {
     /// status still streams its body (check `status` or call `ensureSuccess()`).
     public func lines(_ request: HTTPRequest) async throws -> HTTPLineStream {
         let plan = try CurlRequestPlan(request: request, body: request.body, timeout: request.timeout)
-        let channel = CurlLineChannel(maximumBufferedLines: configuration.maximumBufferedLines)
+        let channel = CurlLineChannel(maximumBufferedLines: configuration.maximumBufferedLines,
+                                      maximumLineBytes: request.maximumResponseBytes)
         let transfer = CurlTransfer(plan: plan, delegate: channel, followsRedirects: configuration.followsRedirects)
         let handle = HTTPLineStreamHandle(channel: channel, transfer: transfer, loop: loop)
         let loop = self.loop

@@ -7,7 +7,7 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The kind of failure; new kinds may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: Hashable, Sendable {
-            case transferFailed, unsuccessfulStatus, invalidRequest, clientClosed
+            case transferFailed, unsuccessfulStatus, invalidRequest, clientClosed, responseTooLarge
         }
 
         private let kind: Kind
@@ -20,6 +20,9 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let invalidRequest = Code(kind: .invalidRequest)
         /// The client was released before the transfer could start.
         public static let clientClosed = Code(kind: .clientClosed)
+        /// The response body (or one line of a line stream) passed the request's `maximumResponseBytes`; the
+        /// transfer was cut there, never buffered further.
+        public static let responseTooLarge = Code(kind: .responseTooLarge)
 
         /// The kind's name.
         public var description: String {
@@ -28,6 +31,7 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
             case .unsuccessfulStatus: "unsuccessful status"
             case .invalidRequest: "invalid request"
             case .clientClosed: "client closed"
+            case .responseTooLarge: "response too large"
             }
         }
     }
@@ -66,6 +70,12 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// A completed exchange whose status is not 2xx; `retryAfter` is the answer's `Retry-After`.
     init(unsuccessfulStatus status: Int, retryAfter: Duration? = nil) {
         self.init(code: .unsuccessfulStatus, message: "HTTP status \(status)", status: status, retryAfter: retryAfter)
+    }
+
+    /// A response whose body (or line) passed `limit` bytes and was cut there.
+    public init(responseLargerThan limit: Int, status: Int? = nil) {
+        self.init(code: .responseTooLarge, message: "the response exceeds the \(limit)-byte limit and was cut off",
+                  status: status)
     }
 
     /// Whether curl gave up because a time limit passed (`CURLE_OPERATION_TIMEDOUT`, 28), including the low-speed limit.

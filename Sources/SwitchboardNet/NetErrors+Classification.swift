@@ -7,6 +7,7 @@ import SwitchboardCore
 /// | curl could not complete the transfer (connect, DNS, TLS, timeout, reset) | `transport` | yes |
 /// | the client was released before the transfer started | `transport` | yes |
 /// | the request cannot be sent as given | `invalidArgument` | no |
+/// | the response passed the request's `maximumResponseBytes` (cut off, never buffered) | `transport` | yes |
 /// | HTTP 408, 429, 5xx (with the answer's `Retry-After`) | `transport` | yes |
 /// | HTTP 401 / 403 / 404 / 409 / 413 | `unauthorized` / `forbidden` / `notFound` / `conflict` / `contentTooLarge` | no |
 /// | any other unsuccessful status (400, 422, ...) | `refused` | no |
@@ -17,6 +18,10 @@ extension HTTPClientError: SwitchboardErrorConvertible {
     /// The public error for this failure (see the table above).
     public var switchboardError: SwitchboardError {
         if code == .invalidRequest { return SwitchboardError(.invalidArgument, description) }
+        // A server fault, as a 5xx is: repeating the request (under the same idempotency key) is safe, and callers
+        // back off and cap their attempts; refusing to retry would fail a publish the server may have committed,
+        // or stop a bridge direction for good over one bad answer.
+        if code == .responseTooLarge { return SwitchboardError(.transport, description, retryable: true) }
         guard code == .unsuccessfulStatus, let status else {
             return SwitchboardError(.transport, description, retryable: true)
         }
