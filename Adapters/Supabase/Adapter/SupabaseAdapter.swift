@@ -29,6 +29,9 @@ public final class SupabaseAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
         /// Gives a fresh access token when the current one is about to expire or was refused; nil: use
         /// `accessToken` as long as the server accepts it.
         public var tokenProvider: (@Sendable () async throws -> String)?
+        /// The most bytes of one REST, auth or storage answer read (downloads: `maxAttachmentBytes`); a larger or
+        /// endless answer is cut there (a retryable `transport` error saying so), so memory stays bounded.
+        public var maximumResponseBytes = 16 << 20
 
         /// A configuration for `localUser` at `baseURL`.
         public init(baseURL: URL, apiKey: String, accessToken: String, localUser: UserID) {
@@ -55,7 +58,8 @@ public final class SupabaseAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) {
         self.configuration = configuration
         let tokens = SupabaseTokenSource(token: configuration.accessToken, provider: configuration.tokenProvider)
-        self.rest = SupabaseREST(baseURL: configuration.baseURL, apiKey: configuration.apiKey, tokens: tokens, http: http)
+        self.rest = SupabaseREST(baseURL: configuration.baseURL, apiKey: configuration.apiKey, tokens: tokens, http: http,
+                                 maximumResponseBytes: configuration.maximumResponseBytes)
     }
 
     /// Uses a refreshed access token for REST and pushes it to every live channel.
@@ -465,7 +469,8 @@ public final class SupabaseAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
             throw SwitchboardError(.notFound, "\(attachment.filename) has no remote copy")
         }
         let request = HTTPRequest(method: .get, url: rest.url("/storage/v1/object/authenticated/\(Self.encodePath(location))"),
-                                  headers: rest.headers(), timeout: .seconds(120))
+                                  headers: rest.headers(), timeout: .seconds(120),
+                                  maximumResponseBytes: Int(capabilities.maxAttachmentBytes))
         let response = try await rest.send(request)
         if !attachment.sha256.isEmpty, Digest.sha256Hex(response.body) != attachment.sha256 {
             throw SwitchboardError(.storage, "\(attachment.filename): downloaded bytes do not match the SHA-256")

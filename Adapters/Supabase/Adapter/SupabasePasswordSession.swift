@@ -63,7 +63,7 @@ public actor SupabasePasswordSession {
         let request = HTTPRequest(method: .post, url: url,
                                   headers: ["apikey": apiKey, "Content-Type": "application/json"],
                                   body: Data(JSONValue.object(body.sorted { $0.key < $1.key }).serialized.utf8),
-                                  timeout: .seconds(30))
+                                  timeout: .seconds(30), maximumResponseBytes: 1 << 20)
         let response: HTTPResponse
         do {
             response = try await http.send(request)

@@ -10,13 +10,20 @@ final class SupabaseREST: Sendable {
     let http: HTTPClient
     /// The user's access token (refreshed through the provider, when there is one).
     let tokens: SupabaseTokenSource
+    /// The most bytes of one answer read (unless a request sets its own): a larger or endless body is cut there.
+    let maximumResponseBytes: Int
+
+    /// The default answer limit: far above the largest page of rows the adapter asks for.
+    static let defaultMaximumResponseBytes = 16 << 20
 
     /// A client for the server at `baseURL`, authenticating with `apiKey` and the user's tokens.
-    init(baseURL: URL, apiKey: String, tokens: SupabaseTokenSource, http: HTTPClient) {
+    init(baseURL: URL, apiKey: String, tokens: SupabaseTokenSource, http: HTTPClient,
+         maximumResponseBytes: Int = SupabaseREST.defaultMaximumResponseBytes) {
         self.baseURL = baseURL
         self.apiKey = apiKey
         self.http = http
         self.tokens = tokens
+        self.maximumResponseBytes = maximumResponseBytes
     }
 
     /// Query-string characters left unescaped: unreserved plus PostgREST's operators and punctuation.
@@ -76,20 +83,36 @@ final class SupabaseREST: Sendable {
         if let token {
             request.headers.setBearer(token)
         }
+        request.maximumResponseBytes = request.maximumResponseBytes ?? maximumResponseBytes
         do {
             return try await http.send(request)
         } catch {
-            throw SwitchboardError(.transport, "request to the Supabase server failed: \(error)", retryable: true)
+            throw Self.failure("request to the Supabase server failed", error)
         }
+    }
+
+    /// A failed exchange as its source classifies it (a transfer that failed is a retryable `transport` error, an
+    /// answer cut at the size limit likewise, a request that cannot be sent is not, a cancellation stays `cancelled`),
+    /// with `what` in the message.
+    static func failure(_ what: String, _ error: any Error) -> SwitchboardError {
+        let classified = SwitchboardError.wrapping(error)
+        if classified.code == .cancelled { return classified }
+        if classified.code == .internal {
+            return SwitchboardError(.transport, "\(what): \(error)", retryable: true)
+        }
+        return SwitchboardError(classified.code, "\(what): \(error)", retryable: classified.isRetryable,
+                                retryAfter: classified.retryAfter)
     }
 
     /// Uploads `body` with progress through `request` (no token: the URL is signed).
     func upload(_ request: HTTPRequest, body: Data, progress: @escaping @Sendable (Double) -> Void) async throws -> HTTPResponse {
+        var request = request
+        request.maximumResponseBytes = request.maximumResponseBytes ?? maximumResponseBytes
         let response: HTTPResponse
         do {
             response = try await http.upload(request, body: body, progress: progress)
         } catch {
-            throw SwitchboardError(.transport, "upload failed: \(error)", retryable: true)
+            throw Self.failure("upload failed", error)
         }
         guard response.isSuccess else { throw Self.error(for: response) }
         return response

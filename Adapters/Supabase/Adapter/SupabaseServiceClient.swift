@@ -67,9 +67,10 @@ public struct SupabaseServiceClient: Sendable {
         let response: HTTPResponse
         do {
             response = try await rest.http.send(HTTPRequest(method: .post, url: rest.url("/storage/v1/bucket"), headers: headers,
-                                                            body: Data(body.serialized.utf8), timeout: .seconds(30)))
+                                                            body: Data(body.serialized.utf8), timeout: .seconds(30),
+                                                            maximumResponseBytes: rest.maximumResponseBytes))
         } catch {
-            throw SwitchboardError(.transport, "request to the Supabase server failed: \(error)", retryable: true)
+            throw SupabaseREST.failure("request to the Supabase server failed", error)
         }
         if response.isSuccess { return }
         // Storage answers in its own shape, mostly HTTP 400 with the real status in the body:
@@ -81,7 +82,8 @@ public struct SupabaseServiceClient: Sendable {
         switch status {
         case 409: return
         case 401, 403: throw SwitchboardError(.unauthorized, text)
-        case 500...: throw SwitchboardError(.transport, text, retryable: true)
+        case 408, 429: throw SwitchboardError(.transport, text, retryable: true, retryAfter: response.retryAfter())
+        case 500...: throw SwitchboardError(.transport, text, retryable: true, retryAfter: response.retryAfter())
         default: throw SwitchboardError(.refused, text)
         }
     }
