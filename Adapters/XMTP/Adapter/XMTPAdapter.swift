@@ -32,6 +32,9 @@ public final class XMTPAdapter: ConfiguredAdapter, EditingAdapter, DeletingAdapt
         public var backend: BackendID = "xmtp"
         /// Publish attempts before a message is `Failed` (libxmtp: 3).
         public var maxPublishAttempts = 3
+        /// The most bytes of one node answer, or of one line of a subscription, read (downloads: the largest
+        /// attachment's payload); a larger or endless one is cut there (a retryable `transport` error saying so).
+        public var maximumResponseBytes = 16 << 20
         /// The signed-in user: the local inbox.
         public var localUser: UserID { inboxID }
 
@@ -65,7 +68,8 @@ public final class XMTPAdapter: ConfiguredAdapter, EditingAdapter, DeletingAdapt
     /// An adapter for `configuration`, sharing `http` when given; opens (creating) the local database.
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) throws {
         self.configuration = configuration
-        self.node = XMTPNodeClient(baseURL: configuration.baseURL, token: configuration.token, http: http)
+        self.node = XMTPNodeClient(baseURL: configuration.baseURL, token: configuration.token, http: http,
+                                   maximumResponseBytes: configuration.maximumResponseBytes)
         self.store = try XMTPLocalStore(path: configuration.databasePath)
     }
 
@@ -547,7 +551,8 @@ public final class XMTPAdapter: ConfiguredAdapter, EditingAdapter, DeletingAdapt
             throw SwitchboardError(.notFound, "\(attachment.filename) has no remote copy")
         }
         let parameters = attachment.remoteParameters
-        let body = try await node.get(url)
+        // The encrypted payload: the attachment content plus its codec framing and the cipher's tag.
+        let body = try await node.get(url, maximumBytes: Int(capabilities.maxAttachmentBytes) + 64 * 1024)
         let plaintext: [UInt8]
         do {
             let secrets = try RemoteAttachmentSecrets(secretHex: parameters["secret"] ?? "", saltHex: parameters["salt"] ?? "",

@@ -55,6 +55,7 @@ actor XMTPLiveStream {
         var wasConnected = false
         while !Task.isCancelled && !isStopped {
             var reason = "stream ended"
+            var askedDelay: Duration = .zero
             do {
                 let group = try adapter.groupID(conversation)
                 if cursor == nil {
@@ -115,6 +116,8 @@ actor XMTPLiveStream {
                 }
             } catch {
                 reason = String(describing: error)
+                // A rate limit (429) or an unavailable node may say how long to wait: never sooner.
+                askedDelay = (error as? SwitchboardError)?.retryAfter ?? .zero
             }
             current?.cancel()
             current = nil
@@ -126,7 +129,7 @@ actor XMTPLiveStream {
             failures += 1
             let base = min(2.0, 0.05 * pow(2.0, Double(min(failures - 1, 6))))
             let delay = base * Double.random(in: 0.5...1.0)
-            try? await Task.sleep(for: .seconds(delay))
+            try? await Task.sleep(for: max(.seconds(delay), askedDelay))
         }
     }
 

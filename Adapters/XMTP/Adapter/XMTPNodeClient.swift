@@ -42,12 +42,27 @@ final class XMTPNodeClient: Sendable {
     let token: String
     /// The shared HTTP client.
     let http: HTTPClient
+    /// The most bytes of one answer (of one line, on a subscription) read; a larger or endless one is cut there.
+    let maximumResponseBytes: Int
 
-    /// A client for the node at `baseURL` authenticating with `token`.
-    init(baseURL: URL, token: String, http: HTTPClient) {
+    /// A client for the node at `baseURL` authenticating with `token`, reading at most `maximumResponseBytes` of
+    /// an answer.
+    init(baseURL: URL, token: String, http: HTTPClient, maximumResponseBytes: Int = 16 << 20) {
         self.baseURL = baseURL
         self.token = token
         self.http = http
+        self.maximumResponseBytes = maximumResponseBytes
+    }
+
+    /// A failed exchange as its source classifies it (a transfer that failed is a retryable `transport` error, an
+    /// answer cut at the size limit likewise, a request that cannot be sent is not), with `what` in the message; a
+    /// cancellation is rethrown.
+    static func failure(_ what: String, _ error: any Error) -> any Error {
+        if error is CancellationError { return error }
+        let classified = SwitchboardError.wrapping(error)
+        if classified.code == .internal { return SwitchboardError(.transport, "\(what): \(error)", retryable: true) }
+        return SwitchboardError(classified.code, "\(what): \(error)", retryable: classified.isRetryable,
+                                retryAfter: classified.retryAfter)
     }
 
     /// The URL of `path` below the base.
@@ -58,7 +73,8 @@ final class XMTPNodeClient: Sendable {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json")
         if !token.isEmpty { headers.add("Authorization", "Bearer \(token)") }
-        return HTTPRequest(method: .post, url: url(path), headers: headers, body: Data(body.serialized.utf8), timeout: timeout)
+        return HTTPRequest(method: .post, url: url(path), headers: headers, body: Data(body.serialized.utf8), timeout: timeout,
+                           maximumResponseBytes: maximumResponseBytes)
     }
 
     /// Posts `body` to `path` and returns the parsed JSON answer; non-2xx answers become `SwitchboardError`s.
@@ -66,10 +82,8 @@ final class XMTPNodeClient: Sendable {
         let response: HTTPResponse
         do {
             response = try await http.send(request(path, body: body))
-        } catch let error as CancellationError {
-            throw error
         } catch {
-            throw SwitchboardError(.transport, "request to the XMTP node failed: \(error)", retryable: true)
+            throw Self.failure("request to the XMTP node failed", error)
         }
         guard response.isSuccess else { throw Self.error(status: response.status, body: response.body, retryAfter: response.retryAfter()) }
         guard let json = JSONValue.parseOrNil(response.body) else {
@@ -100,10 +114,17 @@ final class XMTPNodeClient: Sendable {
     func subscribe(groupID: [UInt8], cursor: UInt64) async throws -> HTTPLineStream {
         let body: JSONValue = ["filters": [["group_id": .string(Data(groupID).base64EncodedString()),
                                             "id_cursor": .string(String(cursor))]]]
-        let stream = try await http.lines(request("/mls/v1/subscribe-group-messages", body: body, timeout: nil))
+        let stream: HTTPLineStream
+        do {
+            stream = try await http.lines(request("/mls/v1/subscribe-group-messages", body: body, timeout: nil))
+        } catch {
+            throw Self.failure("subscribing at the XMTP node failed", error)
+        }
         guard stream.isSuccess else {
             stream.cancel()
-            throw SwitchboardError(.transport, "subscribe answered HTTP \(stream.status)", retryable: stream.status >= 500 || stream.status == 429)
+            // The error body is not read (it is a stream); the status and `Retry-After` say enough.
+            throw Self.error(status: stream.status, body: Data("subscribe refused".utf8),
+                             retryAfter: HTTPResponse(status: stream.status, headers: stream.headers).retryAfter())
         }
         return stream
     }
@@ -124,25 +145,23 @@ final class XMTPNodeClient: Sendable {
         headers.add("Content-Type", "application/octet-stream")
         let response: HTTPResponse
         do {
-            response = try await http.upload(HTTPRequest(method: .put, url: url, headers: headers, timeout: .seconds(120)),
+            response = try await http.upload(HTTPRequest(method: .put, url: url, headers: headers, timeout: .seconds(120),
+                                                         maximumResponseBytes: maximumResponseBytes),
                                              body: body, progress: progress)
-        } catch let error as CancellationError {
-            throw error
         } catch {
-            throw SwitchboardError(.transport, "upload failed: \(error)", retryable: true)
+            throw Self.failure("upload failed", error)
         }
         guard response.isSuccess else { throw Self.error(status: response.status, body: response.body, retryAfter: response.retryAfter()) }
     }
 
-    /// `GET`s a download URL (public, no token).
-    func get(_ url: URL) async throws -> Data {
+    /// `GET`s a download URL (public, no token), reading at most `maximumBytes` of it.
+    func get(_ url: URL, maximumBytes: Int) async throws -> Data {
         let response: HTTPResponse
         do {
-            response = try await http.send(HTTPRequest(method: .get, url: url, timeout: .seconds(120)))
-        } catch let error as CancellationError {
-            throw error
+            response = try await http.send(HTTPRequest(method: .get, url: url, timeout: .seconds(120),
+                                                       maximumResponseBytes: maximumBytes))
         } catch {
-            throw SwitchboardError(.transport, "download failed: \(error)", retryable: true)
+            throw Self.failure("download failed", error)
         }
         guard response.isSuccess else { throw Self.error(status: response.status, body: response.body, retryAfter: response.retryAfter()) }
         return response.body
