@@ -29,6 +29,9 @@ public final class SocketIOAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
         public var reconnectInitialDelay: Duration = .seconds(1)
         /// The largest reconnect delay (5 s).
         public var reconnectMaximumDelay: Duration = .seconds(5)
+        /// The most bytes of one REST answer read (downloads: `maxAttachmentBytes`); a larger or endless answer is
+        /// cut there (a retryable `transport` error saying so), so memory stays bounded.
+        public var maximumResponseBytes = 16 << 20
 
         /// A configuration for `localUser` at `baseURL` with `token`.
         public init(baseURL: URL, token: String, localUser: UserID) {
@@ -55,7 +58,8 @@ public final class SocketIOAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) {
         self.configuration = configuration
         mapper = SocketIOChangeMapper(localUser: configuration.localUser)
-        rest = SocketIOREST(baseURL: configuration.baseURL, token: configuration.token, http: http)
+        rest = SocketIOREST(baseURL: configuration.baseURL, token: configuration.token, http: http,
+                            maximumResponseBytes: configuration.maximumResponseBytes)
     }
 
     /// Uses a new token for REST and for every live socket's next connect (a refused socket retries at once).
@@ -321,7 +325,8 @@ public final class SocketIOAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
               ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
             throw SwitchboardError(.notFound, "\(attachment.filename) has no remote copy")
         }
-        let response = try await rest.send(HTTPRequest(method: .get, url: url, timeout: .seconds(120)))
+        let response = try await rest.send(HTTPRequest(method: .get, url: url, timeout: .seconds(120),
+                                                       maximumResponseBytes: Int(capabilities.maxAttachmentBytes)))
         if !attachment.sha256.isEmpty, Digest.sha256Hex(response.body) != attachment.sha256 {
             throw SwitchboardError(.storage, "\(attachment.filename): downloaded bytes do not match the SHA-256")
         }

@@ -8,12 +8,16 @@ final class SocketIOREST: Sendable {
     let baseURL: URL
     let http: HTTPClient
     private let token: Mutex<String>
+    /// The most bytes of one answer read (unless a request sets its own): a larger or endless body is cut there.
+    let maximumResponseBytes: Int
 
-    /// A client for the server at `baseURL` signed in with `token`.
-    init(baseURL: URL, token: String, http: HTTPClient) {
+    /// A client for the server at `baseURL` signed in with `token`, reading at most `maximumResponseBytes` of an
+    /// answer.
+    init(baseURL: URL, token: String, http: HTTPClient, maximumResponseBytes: Int = 16 << 20) {
         self.baseURL = baseURL
         self.http = http
         self.token = Mutex(token)
+        self.maximumResponseBytes = maximumResponseBytes
     }
 
     /// The bearer token in use.
@@ -72,6 +76,7 @@ final class SocketIOREST: Sendable {
         if isSameOrigin(request.url), !token.isEmpty {
             request.headers.setBearer(token)
         }
+        request.maximumResponseBytes = request.maximumResponseBytes ?? maximumResponseBytes
         let response: HTTPResponse
         do {
             if let upload {
@@ -79,10 +84,16 @@ final class SocketIOREST: Sendable {
             } else {
                 response = try await http.send(request)
             }
-        } catch is CancellationError {
-            throw SwitchboardError(.cancelled, "cancelled", retryable: true)
         } catch {
-            throw SwitchboardError(.transport, "request to the Socket.IO-style server failed: \(error)", retryable: true)
+            // As the source classifies it: a failed transfer is a retryable `transport` error, an answer cut at the
+            // size limit likewise, a request that cannot be sent is not, a cancellation is a retryable `cancelled`.
+            let classified = SwitchboardError.wrapping(error)
+            if classified.code == .cancelled { throw classified }
+            if classified.code == .internal {
+                throw SwitchboardError(.transport, "request to the Socket.IO-style server failed: \(error)", retryable: true)
+            }
+            throw SwitchboardError(classified.code, "request to the Socket.IO-style server failed: \(error)",
+                                   retryable: classified.isRetryable, retryAfter: classified.retryAfter)
         }
         guard response.isSuccess else { throw Self.error(for: response) }
         return response
