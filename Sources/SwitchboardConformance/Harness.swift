@@ -25,6 +25,8 @@ public enum FaultKind: String, Sendable, Hashable, CaseIterable, Codable {
     case duplicateDelivery = "duplicate-delivery"
     /// Live events arrive in swapped pairs.
     case reorderDelivery = "reorder-delivery"
+    /// Publishes are refused with a rate limit (HTTP 429) and a `Retry-After`.
+    case rateLimit = "rate-limit"
 }
 
 /// One fault to set (or to switch off, for those that stay on).
@@ -49,6 +51,9 @@ public enum Fault: Sendable, Hashable {
     case duplicateDeliveries(Bool)
     /// Live events are delivered in swapped pairs, or no longer.
     case reorderDeliveries(Bool)
+    /// The next `count` publishes are refused as rate limited (a retryable `transport` error, HTTP 429) asking to
+    /// wait `retryAfter`; nothing is stored.
+    case rateLimitPublishes(count: Int, retryAfter: Duration)
 
     /// Its kind.
     public var kind: FaultKind {
@@ -63,6 +68,7 @@ public enum Fault: Sendable, Hashable {
         case .dropLiveStreams: .dropLive
         case .duplicateDeliveries: .duplicateDelivery
         case .reorderDeliveries: .reorderDelivery
+        case .rateLimitPublishes: .rateLimit
         }
     }
 }
@@ -98,6 +104,7 @@ extension InjectedFaults: FaultInjector {
         case .dropLiveStreams: dropLiveStreams()
         case .duplicateDeliveries(let isOn): setDuplicateDeliveries(isOn)
         case .reorderDeliveries(let isOn): setOutOfOrderDelivery(isOn)
+        case .rateLimitPublishes(let count, let retryAfter): rateLimitNextPublishes(count, retryAfter: retryAfter)
         }
     }
 }

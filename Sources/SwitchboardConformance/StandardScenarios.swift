@@ -6,7 +6,7 @@ import SwitchboardStore
 /// The standard scenario kit (DESIGN §11): each behaviour as a named scenario.
 public enum StandardScenarios {
     /// Every scenario, in run order.
-    public static let all: [Scenario] = sending + reconciliation + history + mutations + attachments + recovery
+    public static let all: [Scenario] = sending + reconciliation + history + mutations + attachments + recovery + rateLimits
 
     // MARK: - Helpers
 

@@ -89,6 +89,8 @@ public final class FaultInjectingAdapter<Inner: ChatAdapter>: ChatAdapter {
         case .loseResponse:
             _ = try await body()
             throw SwitchboardError(.transport, "publish response lost (injected)", retryable: true)
+        case .rateLimit(let retryAfter):
+            throw SwitchboardError(.transport, "HTTP 429: rate limited (injected)", retryable: true, retryAfter: retryAfter)
         case .none:
             return try await body()
         }

@@ -14,6 +14,8 @@ public final class InjectedFaults: Sendable {
         case fail
         /// Pass it on, then report its response as lost.
         case loseResponse
+        /// Refuse it as rate limited, asking to wait this long (`Retry-After`), before it reaches the inner adapter.
+        case rateLimit(Duration)
     }
 
     /// What a live relay is told.
@@ -34,6 +36,8 @@ public final class InjectedFaults: Sendable {
     private struct State {
         var failPublishes = 0
         var losePublishResponses = 0
+        var rateLimitedPublishes = 0
+        var rateLimitRetryAfter: Duration = .zero
         var publishDelay: Duration = .zero
         var duplicateDeliveries = false
         var reorderDeliveries = false
@@ -59,6 +63,15 @@ public final class InjectedFaults: Sendable {
     /// The next `count` publish calls reach the inner adapter, which commits them, then fail with a retryable
     /// transport error as if the response had been lost on the way back.
     public func loseNextPublishResponses(_ count: Int) { state.withLock { $0.losePublishResponses += max(0, count) } }
+
+    /// The next `count` publish calls are refused before reaching the inner adapter as a server's rate limit (HTTP
+    /// 429) refuses them: a retryable `transport` error asking to wait `retryAfter`.
+    public func rateLimitNextPublishes(_ count: Int, retryAfter: Duration) {
+        state.withLock { state in
+            state.rateLimitedPublishes += max(0, count)
+            state.rateLimitRetryAfter = retryAfter
+        }
+    }
 
     /// Every publish call waits this long before anything else (cancellable).
     public func setPublishDelay(_ delay: Duration) { state.withLock { $0.publishDelay = delay } }
@@ -135,6 +148,10 @@ public final class InjectedFaults: Sendable {
             if state.losePublishResponses > 0 {
                 state.losePublishResponses -= 1
                 return (.loseResponse, state.publishDelay)
+            }
+            if state.rateLimitedPublishes > 0 {
+                state.rateLimitedPublishes -= 1
+                return (.rateLimit(state.rateLimitRetryAfter), state.publishDelay)
             }
             return (.none, state.publishDelay)
         }
