@@ -5,19 +5,18 @@ import SwitchboardNet
 
 /// The adapter's REST client: builds requests with the bearer token, maps WIRE.md's error bodies to core errors.
 final class SocketIOREST: Sendable {
+    /// The most bytes of one answer read (unless a request sets its own): a larger or endless body is cut there.
+    let maximumResponseBytes: Int
     let baseURL: URL
     let http: HTTPClient
     private let token: Mutex<String>
-    /// The most bytes of one answer read (unless a request sets its own): a larger or endless body is cut there.
-    let maximumResponseBytes: Int
 
-    /// A client for the server at `baseURL` signed in with `token`, reading at most `maximumResponseBytes` of an
-    /// answer.
+    /// A client for the server at `baseURL` signed in with `token`.
     init(baseURL: URL, token: String, http: HTTPClient, maximumResponseBytes: Int = 16 << 20) {
+        self.maximumResponseBytes = maximumResponseBytes
         self.baseURL = baseURL
         self.http = http
         self.token = Mutex(token)
-        self.maximumResponseBytes = maximumResponseBytes
     }
 
     /// The bearer token in use.
