@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SwitchboardBridge", targets: ["SwitchboardBridge"]),
         .library(name: "MemoryAdapter", targets: ["MemoryAdapter", "MemoryConformance"]),
         .executable(name: "switchboard", targets: ["switchboard"]),
+        .library(name: "SwitchboardFuzzTargets", targets: ["SwitchboardFuzzTargets"]),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
@@ -156,6 +157,10 @@ let package = Package(
                     path: "Tests/SocketIOAdapterTests"),
         .testTarget(name: "SwitchboardBenchTests", dependencies: ["SwitchboardBench", "SwitchboardCore"],
                     path: "Tests/SwitchboardBenchTests"),
+        .target(name: "SwitchboardFuzzTargets",
+                dependencies: ["SwitchboardCore", "SwitchboardNet", "SupabaseProtocol", "SocketIOProtocol", "XMTPCodec"],
+                path: "Sources/SwitchboardFuzzTargets"),
+        .testTarget(name: "SwitchboardFuzzTests", dependencies: ["SwitchboardFuzzTargets"], path: "Tests/SwitchboardFuzzTests"),
         .testTarget(name: "CommandLineTests",
                     dependencies: ["TestSupport", "SwitchboardCore", "SwitchboardNet", "SwitchboardPostgres", "SupabaseServer",
                                    "SupabaseAdapter", "SupabaseProtocol", "XMTPNode", "XMTPAdapter", "SocketIOServer",
