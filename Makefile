@@ -30,7 +30,7 @@ build: deps
 ## store's executor suites, which time unrelated async work while the store waits on a lock.
 TEST_ENV := SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python
 TEST_GROUPS := \
-	'^(SwitchboardCoreTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests|SwitchboardBenchTests)\.' \
+	'^(SwitchboardCoreTests|SwitchboardFuzzTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests|SwitchboardBenchTests)\.' \
 	'^(SupabaseProtocolTests|SupabaseServerTests|SupabaseAdapterTests)\.' \
 	'^(XMTPCodecTests|XMTPCryptoTests|XMTPNodeTests|XMTPAdapterTests)\.' \
 	'^(SocketIOProtocolTests|SocketIOServerTests|SocketIOAdapterTests)\.' \
@@ -63,5 +63,17 @@ bench: deps
 	$(SWIFT) build -c release --product switchboard
 	.build/release/switchboard bench all --quick
 
+## Fuzzing: libFuzzer + AddressSanitizer on every parser (`Fuzz/`, built in .build-fuzz so the normal build never
+## sees fuzzer flags); each target runs FUZZ_SECONDS from its committed corpus and stops at the first finding.
+## `make fuzz-minimize` merges what the runs found into the committed corpora. `make test` replays those corpora.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz fuzz-build fuzz-minimize
+fuzz-build: deps
+	$(SWIFT) build --package-path Fuzz --scratch-path $(CURDIR)/.build-fuzz -Xswiftc -sanitize=fuzzer,address
+fuzz: fuzz-build
+	@scripts/fuzz.sh run $(FUZZ_SECONDS)
+fuzz-minimize: fuzz-build
+	@scripts/fuzz.sh minimize
+
 clean:
-	rm -rf .build $(VENV)
+	rm -rf .build .build-fuzz $(VENV)
