@@ -7,6 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 scratch=.build-fuzz
+export SWIFT_BACKTRACE=enable=no  # the Swift backtracer trips AddressSanitizer after a finding
 driver=$scratch/debug/switchboard-fuzz
 [ -x "$driver" ] || { echo "fuzz: $driver is missing; run make fuzz-build" >&2; exit 2; }
 command=${1:-run}
@@ -44,7 +45,7 @@ minimize)
         merged=$scratch/merged/$target
         rm -rf "$merged"
         mkdir -p "$merged" "$scratch/corpus/$target"
-        "$driver" "$target" -merge=1 -timeout=25 -rss_limit_mb=2048 "$merged" "$corpus" "$scratch/corpus/$target" \
+        "$driver" "$target" -set_cover_merge=1 -use_counters=0 -timeout=25 -rss_limit_mb=2048 "$merged" "$corpus" "$scratch/corpus/$target" \
             >"$scratch/logs/$target.merge.log" 2>&1 || { tail -n 20 "$scratch/logs/$target.merge.log"; exit 1; }
         # Inputs named by hand (seed-*, issue*-*) stay; inputs libFuzzer named (SHA-1 of the content) are replaced by
         # the merge's, except where a named input holds the same bytes.

@@ -18,12 +18,17 @@ if arguments.count >= 2, arguments[1] == "--list" {
     for target in FuzzTargets.all { print(target.name) }
     exit(0)
 }
-guard arguments.count >= 2, let target = FuzzTargets.named(arguments[1]) else {
+// The target comes from the first argument; libFuzzer's own child processes (`-merge=1`, `-fork`) get the flags
+// without it, so it is also passed down in the environment.
+let environmentKey = "SWITCHBOARD_FUZZ_TARGET"
+let named = arguments.count >= 2 ? FuzzTargets.named(arguments[1]) : nil
+guard let target = named ?? ProcessInfo.processInfo.environment[environmentKey].flatMap(FuzzTargets.named) else {
     let names = FuzzTargets.all.map { "  \($0.name.padding(toLength: 18, withPad: " ", startingAt: 0)) \($0.summary)" }
     FileHandle.standardError.write(Data(("usage: switchboard-fuzz TARGET [libFuzzer flags] [CORPUS ...]\n"
         + "       switchboard-fuzz --list\ntargets:\n" + names.joined(separator: "\n") + "\n").utf8))
     exit(2)
 }
+setenv(environmentKey, target.name, 1)
 selectedTarget = target
 
 /// libFuzzer's callback: runs the selected target on one input.
@@ -40,7 +45,7 @@ func runSelectedTarget(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 }
 
 // libFuzzer sees the program name and everything after the target name.
-var cArguments: [UnsafeMutablePointer<CChar>?] = ([arguments[0]] + arguments.dropFirst(2)).map { strdup($0) } + [nil]
+var cArguments: [UnsafeMutablePointer<CChar>?] = ([arguments[0]] + arguments.dropFirst(named == nil ? 1 : 2)).map { strdup($0) } + [nil]
 var argc = Int32(cArguments.count - 1)
 let status = cArguments.withUnsafeMutableBufferPointer { buffer -> Int32 in
     var argv = buffer.baseAddress
