@@ -27,13 +27,15 @@ enum HTTPFuzzing {
         }
     }
 
-    /// A byte stream from a WebSocket server: the first byte picks the chunking and the limits, the rest is the stream.
+    /// A WebSocket byte stream: the first byte picks the chunking, the limits and the role (a server's frames as our
+    /// client reads them, or a client's masked frames as our server reads them); the rest is the stream.
     static func runWebSocket(_ bytes: [UInt8]) throws {
         guard let seed = bytes.first else { return }
         let chunkSizes = [Int(seed & 0x07) + 1, Int(seed >> 3 & 0x07) * 3 + 1, 2, 1]
         let limit = seed & 0x40 == 0 ? 1 << 20 : 64
         if let problem = WebSocketFramingFuzzing.check(stream: Array(bytes.dropFirst()), chunkSizes: chunkSizes,
-                                                       maxFramePayload: limit, maxMessageSize: limit) {
+                                                       maxFramePayload: limit, maxMessageSize: limit,
+                                                       expectsMasked: seed & 0x80 != 0) {
             throw FuzzFailure(target: "websocket-frames", message: problem)
         }
     }

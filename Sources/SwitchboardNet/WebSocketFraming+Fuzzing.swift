@@ -1,17 +1,20 @@
 import Foundation
 
-/// The fuzz targets' way into the WebSocket framing internals: the frame parser of our own TLS read loop, the
+/// The fuzz targets' way into the WebSocket framing internals: the frame parser (both roles), the
 /// frame encoder, close payloads and `WebSocketStateMachine`, which are not public API.
 public enum WebSocketFramingFuzzing {
-    /// Feeds `stream` (bytes from a server) to the frame parser in chunks of `chunkSizes` (cycled) and every frame to
+    /// Feeds `stream` (bytes from a server, or from a client when `expectsMasked`) to the frame parser in chunks of `chunkSizes` (cycled) and every frame to
     /// a state machine; returns the first broken invariant, nil when all hold.
     ///
     /// Checked: any chunking yields the frames (and the violation) of a single read; every frame encodes back to
     /// itself, masked or not; close payloads round-trip; the machine never delivers after it stopped reading,
     /// delivers at most one close, and never a message above its limit.
-    public static func check(stream: [UInt8], chunkSizes: [Int], maxFramePayload: Int, maxMessageSize: Int) -> String? {
-        let whole = frames(of: stream, chunkSizes: [max(1, stream.count)], maxFramePayload: maxFramePayload)
-        let chunked = frames(of: stream, chunkSizes: chunkSizes.map { max(1, $0) }, maxFramePayload: maxFramePayload)
+    public static func check(stream: [UInt8], chunkSizes: [Int], maxFramePayload: Int, maxMessageSize: Int,
+                             expectsMasked: Bool = false) -> String? {
+        let whole = frames(of: stream, chunkSizes: [max(1, stream.count)], maxFramePayload: maxFramePayload,
+                           expectsMasked: expectsMasked)
+        let chunked = frames(of: stream, chunkSizes: chunkSizes.map { max(1, $0) }, maxFramePayload: maxFramePayload,
+                             expectsMasked: expectsMasked)
         guard whole.frames == chunked.frames, whole.violation == chunked.violation else {
             return "chunks \(chunkSizes) framed \(chunked.frames.count) frames (\(String(describing: chunked.violation))), "
                 + "one read \(whole.frames.count) (\(String(describing: whole.violation)))"
@@ -41,10 +44,10 @@ public enum WebSocketFramingFuzzing {
     }
 
     /// The frames of `stream` read in chunks, and the violation that stopped the reading, if any.
-    private static func frames(of stream: [UInt8], chunkSizes: [Int],
-                               maxFramePayload: Int) -> (frames: [WebSocketTLSFrameParser.Frame], violation: WebSocketTLSFrameParser.Violation?) {
-        var parser = WebSocketTLSFrameParser(maxFramePayload: maxFramePayload)
-        var frames: [WebSocketTLSFrameParser.Frame] = []
+    private static func frames(of stream: [UInt8], chunkSizes: [Int], maxFramePayload: Int,
+                               expectsMasked: Bool) -> (frames: [WebSocketFrameParser.Frame], violation: WebSocketFrameParser.Violation?) {
+        var parser = WebSocketFrameParser(maxFramePayload: maxFramePayload, expectsMasked: expectsMasked)
+        var frames: [WebSocketFrameParser.Frame] = []
         var offset = 0
         var turn = 0
         while offset < stream.count {
@@ -63,11 +66,11 @@ public enum WebSocketFramingFuzzing {
 
     /// A final frame without reserved bits must encode (unmasked) to bytes that frame back to it, and masking
     /// must be undone by the same key; a close payload must encode back to its code and reason.
-    private static func checkEncoding(_ frame: WebSocketTLSFrameParser.Frame, maxFramePayload: Int) -> String? {
+    private static func checkEncoding(_ frame: WebSocketFrameParser.Frame, maxFramePayload: Int) -> String? {
         let opcode = frame.bits & 0x0F
         if frame.bits & 0xF0 == 0x80 {
             let encoded = WebSocketFrameEncoder.encode(WebSocketOutgoingFrame(opcode: opcode, payload: frame.payload), maskingKey: nil)
-            var parser = WebSocketTLSFrameParser(maxFramePayload: maxFramePayload)
+            var parser = WebSocketFrameParser(maxFramePayload: maxFramePayload)
             parser.append(encoded)
             guard let again = try? parser.next(), again == frame, parser.bufferedCount == 0 else {
                 return "frame \(frame.bits) of \(frame.payload.count) bytes does not frame back from its encoding"
