@@ -13,6 +13,20 @@ struct SocketIOLimitsTests {
         String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
     }
 
+    @Test("a disconnect carries nothing or a refusal object: a number or an ack id would read back differently")
+    func disconnectPayload() throws {
+        // Found by fuzzing: `1` + tabs + `221` decoded as a disconnect with data 221, was encoded as `1221`, and that
+        // read back as ack id 221.
+        for text in ["1\t\t221", "1221", "1/chat,5", "1\"bye\""] {
+            #expect(throws: SocketIOProtocolError.self, "\(text)") { try SocketIOPacket.decode(text) }
+        }
+        for text in ["1", "1/chat,", #"1{"message":"refused"}"#] {
+            let packet = try SocketIOPacket.decode(text)
+            #expect(packet.type == .disconnect)
+            #expect(try SocketIOPacket.decode(packet.encoded) == packet)
+        }
+    }
+
     @Test("an event nested 10,000 deep is invalid JSON, not a stack overflow")
     func deepEvent() throws {
         for text in [#"2["e","# + nested(10_000) + "]", #"3/chat,7"# + nested(10_000), "0" + String(repeating: #"{"a":"#, count: 10_000)] {

@@ -209,6 +209,7 @@ public struct SocketIOPacket: Sendable, Hashable {
                 throw .invalidJSON(error.message)
             }
         }
+        if type == .disconnect && ackID != nil { throw .invalidPayload("a disconnect carries no ack id") }
         try validate(type: type, data: data)
         return SocketIOPacket(type: type, namespace: namespace, ackID: ackID, data: data,
                               attachmentCount: attachmentCount)
@@ -221,7 +222,8 @@ public struct SocketIOPacket: Sendable, Hashable {
         case .connect:
             if let data, data.members == nil { throw .invalidPayload("connect payload must be an object") }
         case .disconnect:
-            break
+            // Nothing, or python-socketio's refusal object; a bare number would read back as an ack id.
+            if let data, data.members == nil { throw .invalidPayload("disconnect payload must be an object") }
         case .event, .binaryEvent:
             guard let elements = data?.arrayValue, let first = elements.first else {
                 throw .invalidPayload("event payload must be a non-empty array")
