@@ -46,6 +46,8 @@ test: deps
 	$(TEST_ENV) SWITCHBOARD_ISOLATED=1 $(SWIFT) test --skip-build --filter NetworkSuites
 	@echo "== swift test --filter StoreExecutorTests (isolated)"
 	$(TEST_ENV) $(SWIFT) test --skip-build --filter StoreExecutorTests
+	@echo "== the chaos soak, short (scripts/soak/soak.py: 2 pairs, 20 s of traffic and chaos)"
+	SOAK_SECONDS=20 SOAK_PAIRS=2 SOAK_RATE=6 SOAK_HALF_OPEN_SECONDS=10 SOAK_SETTLE_SECONDS=120 $(VENV)/bin/python scripts/soak/soak.py
 
 ## Both reference servers on loopback, bridged; the bridge is SIGKILLed mid-burst and restarted; prints both
 ## timelines side by side, the ID map and a summary counted from the backends. (`switchboard demo --memory`
@@ -74,6 +76,17 @@ fuzz: fuzz-build
 	@scripts/fuzz.sh run $(FUZZ_SECONDS)
 fuzz-minimize: fuzz-build
 	@scripts/fuzz.sh minimize
+
+## The chaos soak (scripts/soak/soak.py; SOAK_SECONDS, SOAK_PAIRS, SOAK_RATE, SOAK_SEED: 5 minutes, 8 pairs by default),
+## then the connection load test against one server of each kind (scripts/soak/connload.py; LOAD_SOCKETS,
+## LOAD_STREAMS, LOAD_SLOWLORIS). Each prints its figures and the time it took; either failing fails the target.
+.PHONY: soak
+soak: deps
+	$(SWIFT) build --product switchboard
+	@status=0; \
+	$(VENV)/bin/python scripts/soak/soak.py || status=1; \
+	$(VENV)/bin/python scripts/soak/connload.py || status=1; \
+	exit $$status
 
 clean:
 	rm -rf .build .build-fuzz $(VENV)

@@ -169,6 +169,10 @@ class FaultProxy:
         candidates = self.live_links()
         if not candidates:
             return None
+        if kind == "halfopen":
+            # Aimed at the long-lived connections (realtime sockets, subscribe streams: the oldest quarter), whose
+            # clients must notice a silent peer; a short request would just end.
+            candidates = candidates[:max(1, len(candidates) // 4)]
         link = rng.choice(candidates)
         self.counts[kind] += 1
         if kind == "delay":
