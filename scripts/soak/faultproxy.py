@@ -9,7 +9,7 @@ run as a program) it injects one of four faults into a live connection:
 - ``reset``: both sides are aborted with a TCP RST (``SO_LINGER`` 0);
 - ``halfopen``: one direction stops being forwarded (the bytes are read and discarded, as if the peer had
   vanished) while the sockets stay open; after ``half_open_hold`` seconds the proxy resets the connection, as a
-  NAT or keepalive would. Whether the client noticed first (closed it itself) is counted.
+  NAT or keepalive would. Whether the client closed it first (noticed, or was done with it) is counted.
 
 Run ``faultproxy.py --listen 127.0.0.1:0 --target 127.0.0.1:5556 --seed 7 --every 2`` to proxy with random
 faults; it prints ``listening on 127.0.0.1:PORT`` and a line per fault. ``soak.py`` imports it instead.
@@ -46,6 +46,7 @@ class Link:
         self.half_open_since: float | None = None
         self.fault: str | None = None
         self.tasks: list[asyncio.Task] = []
+        self.opened = time.monotonic()
 
     def start(self) -> None:
         self.tasks = [asyncio.create_task(self._pump(self.client_reader, self.upstream_writer, "up")),
@@ -71,7 +72,7 @@ class Link:
             return
         # One side went away by itself: pass the end on. A client leaving a half-open connection is a detection.
         if self.half_open_since is not None and not self.closed and direction == "up":
-            self.proxy.counts["halfopen_detected"] += 1
+            self.proxy.counts["halfopen_client_closed"] += 1
             self.proxy.note(f"connection {self.number}: the client closed the half-open connection after "
                             f"{time.monotonic() - self.half_open_since:.1f} s")
         if ended_by == "eof" and direction not in self.blackholed and not self.closed:
@@ -170,9 +171,10 @@ class FaultProxy:
         if not candidates:
             return None
         if kind == "halfopen":
-            # Aimed at the long-lived connections (realtime sockets, subscribe streams: the oldest quarter), whose
-            # clients must notice a silent peer; a short request would just end.
-            candidates = candidates[:max(1, len(candidates) // 4)]
+            # Aimed at long-lived connections (realtime sockets, subscribe streams, pooled keep-alive connections:
+            # open for 5 s or more), whose clients must notice a silent peer; a short request would just end.
+            now = time.monotonic()
+            candidates = [link for link in candidates if now - link.opened >= 5] or candidates
         link = rng.choice(candidates)
         self.counts[kind] += 1
         if kind == "delay":

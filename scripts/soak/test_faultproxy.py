@@ -81,10 +81,10 @@ class FaultProxyTests(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(asyncio.TimeoutError):
             await asyncio.wait_for(self.reader.read(1), 0.5)
         self.assertFalse(self.server_closed.is_set())
-        # The client notices (here: gives up) and closes: counted as detected.
+        # The client notices (here: gives up) and closes: counted.
         self.writer.close()
         await asyncio.wait_for(self.server_closed.wait(), PATIENCE)
-        await self.wait_for(lambda: self.proxy.counts["halfopen_detected"] == 1)
+        await self.wait_for(lambda: self.proxy.counts["halfopen_client_closed"] == 1)
 
     async def test_half_open_up_discards_requests(self) -> None:
         self.assertIsNotNone(await self.proxy.inject("halfopen", self.rng, direction="up"))
@@ -98,7 +98,7 @@ class FaultProxyTests(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(ConnectionResetError):
             await asyncio.wait_for(self.reader.read(), PATIENCE)
         self.assertEqual(self.proxy.counts["halfopen_expired"], 1)
-        self.assertEqual(self.proxy.counts["halfopen_detected"], 0)
+        self.assertEqual(self.proxy.counts["halfopen_client_closed"], 0)
 
     async def test_target_down_resets_new_clients(self) -> None:
         self.echo.close()
