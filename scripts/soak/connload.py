@@ -10,7 +10,8 @@ Environment (all optional):
   LOAD_STREAMS (1000)     M subscribe streams on the XMTP-like node
   LOAD_SLOWLORIS (100)    S slowloris connections on the Supabase-like server (a header byte every LOAD_SLOW_EVERY s)
   LOAD_SLOW_EVERY (5)     seconds between a slowloris connection's bytes
-  LOAD_REQUESTS (200)     REST requests measured on each server while loaded
+  LOAD_REQUESTS (200)     REST requests measured on each server while loaded, spread over LOAD_HOLD_SECONDS
+  LOAD_HOLD_SECONDS (40)  how long the load is held while measuring (longer than the 25 s heartbeat)
   LOAD_OPEN_SECONDS (30)  how long the connections may take to open (those not open by then count as refused)
   LOAD_REQUEST_TIMEOUT (5) seconds before a REST request counts as unanswered
   LOAD_GOAL_P99_MS (50), LOAD_GOAL_RSS_MB (300), LOAD_GOAL_FRAME_MS (1000)
@@ -21,8 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import json
+import multiprocessing
 import os
+import random
 import resource
 import shutil
 import signal
@@ -58,6 +62,7 @@ REQUEST_TIMEOUT = setting("LOAD_REQUEST_TIMEOUT", 5)
 GOAL_P99_MS = setting("LOAD_GOAL_P99_MS", 50)
 GOAL_RSS_MB = setting("LOAD_GOAL_RSS_MB", 300)
 GOAL_FRAME_MS = setting("LOAD_GOAL_FRAME_MS", 1000)
+HOLD = setting("LOAD_HOLD_SECONDS", 40)
 HEARTBEAT_SECONDS = 25
 
 
@@ -67,6 +72,14 @@ def raise_file_limit(needed: int) -> int:
     if soft < target:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as file:
+            return " ".join(file.read().split()[:3])
+    except OSError:
+        return "?"
 
 
 def memory(pid: int) -> dict[str, float]:
@@ -167,7 +180,8 @@ class Load:
             return
         self.counts["sockets"] += 1
         ref = 1
-        heartbeat_at = time.monotonic() + HEARTBEAT_SECONDS
+        # Heartbeats every 25 s from a random phase, as clients that connected at different times would send them.
+        heartbeat_at = time.monotonic() + random.uniform(0, HEARTBEAT_SECONDS)
         try:
             while True:
                 timeout = heartbeat_at - time.monotonic()
@@ -240,27 +254,41 @@ class Load:
             writer.close()
 
 
-async def measure(name: str, count: int, call) -> dict:
-    """Latencies of `count` sequential calls of `call` (blocking, in a thread), in ms; an unanswered call counts as
-    infinitely slow, and after 5 unanswered in a row the rest are counted so too (the server is stalled: waiting
-    longer measures nothing new)."""
-    latencies, unanswered, in_a_row = [], 0, 0
-    for _ in range(count):
+def timed_requests(request_spec: tuple, count: int, over: float) -> list:
+    """In a process of its own (so the load's event loop cannot delay it): `count` sequential requests, spread
+    evenly over `over` seconds; each latency in ms, or None when unanswered (no answer within the timeout, or a
+    5xx). After 5 unanswered in a row it stops: the server is stalled, and waiting longer measures nothing new."""
+    port, method, path, body, headers = request_spec
+    latencies: list = []
+    start, in_a_row = time.monotonic(), 0
+    for index in range(count):
+        time.sleep(max(0.0, start + over * index / count - time.monotonic()))
         began = time.perf_counter()
         try:
-            await asyncio.to_thread(call)
+            status, answer = request(port, method, path, body, headers, REQUEST_TIMEOUT)
+        except HTTPFailure:
+            status, answer = None, b""
+        if status is not None and status < 500 and status != 200:
+            raise RuntimeError(f"the measured request was refused: HTTP {status}: {answer[:300]!r}")
+        if status == 200:
             latencies.append((time.perf_counter() - began) * 1000)
             in_a_row = 0
-        except HTTPFailure:
-            unanswered += 1
+        else:
+            latencies.append(None)
             in_a_row += 1
             if in_a_row >= 5:
                 break
+    return latencies
+
+
+async def measure(pool, name: str, count: int, request_spec: tuple, over: float = 0) -> dict:
+    """p50 and p99 of `timed_requests` run in `pool`; an unanswered (or untried) request counts as infinitely slow."""
+    results = await asyncio.get_running_loop().run_in_executor(pool, timed_requests, request_spec, count, over)
+    latencies = [value for value in results if value is not None]
     answered = len(latencies)
     ordered = sorted(latencies) + [float("inf")] * (count - answered)
-    result = {"name": name, "answered": answered, "unanswered": unanswered, "asked": count,
-              "p50": ordered[(count - 1) // 2], "p99": ordered[min(count - 1, int(count * 0.99))]}
-    return result
+    return {"name": name, "answered": answered, "unanswered": len(results) - answered, "asked": count,
+            "p50": ordered[(count - 1) // 2], "p99": ordered[min(count - 1, int(count * 0.99))]}
 
 
 def describe(result: dict) -> str:
@@ -312,7 +340,9 @@ async def main() -> int:
     load = Load()
     failed = True
     try:
-        log(f"connection load: N={N} sockets, M={M} streams, S={S} slowloris; descriptor limit {limit}")
+        load_before = loadavg()
+        log(f"connection load: N={N} sockets, M={M} streams, S={S} slowloris; descriptor limit {limit}; "
+            f"machine load average {load_before}")
         await asyncio.to_thread(supabase_server.start_ready)
         await asyncio.to_thread(xmtp_server.start_ready)
         supabase, node = Supabase(supabase_port, secret), XMTPNode(xmtp_port)
@@ -326,21 +356,12 @@ async def main() -> int:
                             "paging_info": {"direction": "DIRECTION_DESCENDING", "limit": 1}}).encode()
         query_headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
-        def check(status: int, body: bytes) -> None:
-            # A 5xx under load counts as unanswered; any other refusal is a mistake of this script.
-            if status >= 500:
-                raise HTTPFailure(f"HTTP {status}", status)
-            if status != 200:
-                raise RuntimeError(f"the measured request was refused: HTTP {status}: {body[:300]!r}")
+        supabase_rest = (supabase_port, "GET", rest_path, None, rest_headers)
+        xmtp_rest = (xmtp_port, "POST", "/mls/v1/query-group-messages", query, query_headers)
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
 
-        def supabase_rest() -> None:
-            check(*request(supabase_port, "GET", rest_path, None, rest_headers, REQUEST_TIMEOUT))
-
-        def xmtp_rest() -> None:
-            check(*request(xmtp_port, "POST", "/mls/v1/query-group-messages", query, query_headers, REQUEST_TIMEOUT))
-
-        idle = [await measure("supabase-like REST, idle", 50, supabase_rest),
-                await measure("xmtp-like query, idle", 50, xmtp_rest)]
+        idle = [await measure(pool, "supabase-like REST, idle", 50, supabase_rest),
+                await measure(pool, "xmtp-like query, idle", 50, xmtp_rest)]
         for result in idle:
             log(describe(result))
         idle_frame = await huge_frame(supabase_port, supabase.anon)
@@ -370,8 +391,10 @@ async def main() -> int:
                 await asyncio.sleep(0.5)
 
         sampler = asyncio.create_task(sample())
-        loaded = [await measure("supabase-like REST, loaded", REQUESTS, supabase_rest),
-                  await measure("xmtp-like query, loaded", REQUESTS, xmtp_rest)]
+        # Measured while the load is held for HOLD seconds (every socket heartbeats, every slowloris connection
+        # trickles), both servers at once.
+        loaded = list(await asyncio.gather(measure(pool, "supabase-like REST, loaded", REQUESTS, supabase_rest, HOLD),
+                                           measure(pool, "xmtp-like query, loaded", REQUESTS, xmtp_rest, HOLD)))
         for result in loaded:
             log(describe(result))
         loaded_frame = await huge_frame(supabase_port, supabase.anon)
@@ -382,7 +405,7 @@ async def main() -> int:
         final = {"supabase": memory(supabase_server.process.pid), "xmtp": memory(xmtp_server.process.pid)}
 
         print("\nconnection load figures")
-        print(f"  held: {load.counts['sockets']}/{N} realtime sockets joined ({load.counts['sockets_closed']} closed "
+        print(f"  held for {HOLD:.0f} s: {load.counts['sockets']}/{N} realtime sockets joined ({load.counts['sockets_closed']} closed "
               f"since), {load.counts['streams']}/{M} subscribe streams ({load.counts['streams_closed']} closed since), "
               f"{load.counts['slowloris']}/{S} slowloris ({load.counts['slowloris_closed']} closed by the server"
               + (f", after {min(load.slowloris_closed_after):.0f}–{max(load.slowloris_closed_after):.0f} s"
@@ -407,7 +430,8 @@ async def main() -> int:
                 misses.append(f"{name} RSS ≥ {GOAL_RSS_MB:.0f} MB")
         if not (isinstance(loaded_frame, float) and loaded_frame < GOAL_FRAME_MS):
             misses.append(f"1 GB frame not refused within {GOAL_FRAME_MS:.0f} ms")
-        print(f"  time: {time.monotonic() - STARTED:.1f} s")
+        print(f"  time: {time.monotonic() - STARTED:.1f} s; machine load average (1, 5, 15 min) {load_before} before, "
+              f"{loadavg()} after, on {os.cpu_count()} CPUs (other work on the machine shows in the latencies)")
         if misses:
             print("GOAL MISSED: " + "; ".join(misses))
         else:

@@ -370,8 +370,11 @@ class Soak:
         print("proxy: " + ", ".join(f"{kind} {count}" for kind, count in sorted(faults.items())))
         status = self.bridge_status()
         if status:
-            print("bridge (last status): " + status)
-        print("time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.items()))
+            print("bridge (last status line of each pair, counted since its last start): " + status)
+        with open("/proc/loadavg") as file:
+            machine = " ".join(file.read().split()[:3])
+        print("time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.items())
+              + f" (machine load average {machine} on {os.cpu_count()} CPUs)")
         ok = settled and totals["lost"] == 0 and totals["doubled"] == 0 and totals["stray"] == 0 \
             and totals["mismatched"] == 0 and totals["sent"] > 0
         print(f"seed {self.seed} (SOAK_SEED={self.seed} SOAK_SECONDS={self.seconds:g} SOAK_PAIRS={self.pair_count} "
