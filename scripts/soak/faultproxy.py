@@ -9,7 +9,8 @@ run as a program) it injects one of four faults into a live connection:
 - ``reset``: both sides are aborted with a TCP RST (``SO_LINGER`` 0);
 - ``halfopen``: one direction stops being forwarded (the bytes are read and discarded, as if the peer had
   vanished) while the sockets stay open; after ``half_open_hold`` seconds the proxy resets the connection, as a
-  NAT or keepalive would. Whether the client closed it first (noticed, or was done with it) is counted.
+  NAT or keepalive would. Which side closed it first, if any, is counted (a client that noticed, or was done with
+  the connection; a server that gave up on it).
 
 Run ``faultproxy.py --listen 127.0.0.1:0 --target 127.0.0.1:5556 --seed 7 --every 2`` to proxy with random
 faults; it prints ``listening on 127.0.0.1:PORT`` and a line per fault. ``soak.py`` imports it instead.
@@ -71,10 +72,12 @@ class Link:
         except asyncio.CancelledError:
             return
         # One side went away by itself: pass the end on. A client leaving a half-open connection is a detection.
-        if self.half_open_since is not None and not self.closed and direction == "up":
-            self.proxy.counts["halfopen_client_closed"] += 1
-            self.proxy.note(f"connection {self.number}: the client closed the half-open connection after "
+        if self.half_open_since is not None and not self.closed:
+            who = "client" if direction == "up" else "server"
+            self.proxy.counts[f"halfopen_{who}_closed"] += 1
+            self.proxy.note(f"connection {self.number}: the {who} closed the half-open connection after "
                             f"{time.monotonic() - self.half_open_since:.1f} s")
+            self.half_open_since = None  # counted once, whichever side ends next
         if ended_by == "eof" and direction not in self.blackholed and not self.closed:
             try:
                 writer.write_eof()
@@ -215,9 +218,10 @@ class FaultProxy:
     def _expire_half_open(self, link: Link) -> None:
         if link.closed:
             return
-        self.counts["halfopen_expired"] += 1
-        self.note(f"connection {link.number}: half-open for {time.monotonic() - link.half_open_since:.0f} s without the client noticing; "
-                  "resetting it")
+        if link.half_open_since is not None:  # else one side ended it already (counted); the rest goes now
+            self.counts["halfopen_expired"] += 1
+            self.note(f"connection {link.number}: half-open for {time.monotonic() - link.half_open_since:.0f} s "
+                      "without either side closing it; resetting it")
         link.close(reset=True)
 
     def release_all(self) -> None:

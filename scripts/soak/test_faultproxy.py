@@ -85,6 +85,7 @@ class FaultProxyTests(unittest.IsolatedAsyncioTestCase):
         self.writer.close()
         await asyncio.wait_for(self.server_closed.wait(), PATIENCE)
         await self.wait_for(lambda: self.proxy.counts["halfopen_client_closed"] == 1)
+        self.assertEqual(self.proxy.counts["halfopen_server_closed"], 0)
 
     async def test_half_open_up_discards_requests(self) -> None:
         self.assertIsNotNone(await self.proxy.inject("halfopen", self.rng, direction="up"))
