@@ -36,6 +36,7 @@ import tempfile
 import time
 import uuid
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the scripts in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from backends import HTTPFailure, Supabase, XMTPNode, jwt, request  # noqa: E402
 from processes import Server, free_port, switchboard_binary  # noqa: E402

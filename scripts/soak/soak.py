@@ -34,6 +34,7 @@ import tempfile
 import time
 import uuid
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the scripts in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from backends import HTTPFailure, Supabase, XMTPNode, open_envelope, seal, text_content  # noqa: E402
 from faultproxy import FAULTS, FaultProxy  # noqa: E402
