@@ -128,7 +128,7 @@ let package = Package(
                     dependencies: ["SupabaseServer", "SupabaseProtocol", "SwitchboardPostgres", "SwitchboardNet", "SwitchboardCore",
                                    "TestSupport"],
                     path: "Tests/SupabaseServerTests", exclude: ["Fixtures"]),
-        .testTarget(name: "SwitchboardPostgresTests", dependencies: ["SwitchboardPostgres", "TestSupport"],
+        .testTarget(name: "SwitchboardPostgresTests", dependencies: ["SwitchboardPostgres", "SwitchboardCore", "TestSupport"],
                     path: "Tests/SwitchboardPostgresTests"),
         .testTarget(name: "SwitchboardCoreTests", dependencies: ["SwitchboardCore", "SwitchboardEngine", "TestSupport"],
                     path: "Tests/SwitchboardCoreTests"),

@@ -1,14 +1,13 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 
 /// The lock-guarded server state shared by a `MemoryBackend` and its `FaultPlan`.
 final class MemoryServer: Sendable {
     /// Everything the server knows; one lock, so every change and its live delivery happen in one order.
-    let state: Mutex<ServerState>
+    let state: Locked<ServerState>
 
     init(state: consuming ServerState) {
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     deinit {

@@ -4,7 +4,6 @@ import SupabaseConformance
 import SupabaseServer
 import SwitchboardCore
 import SwitchboardNet
-import Synchronization
 import XMTPAdapter
 import XMTPCodec
 import XMTPConformance
@@ -232,7 +231,7 @@ final class ArrivalBook: Sendable {
         var connected = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Records `key`'s first arrival now.
     func arrived(_ key: MessageID) {

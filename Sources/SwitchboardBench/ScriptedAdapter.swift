@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 
 /// Wraps an adapter but replaces its live stream with one the benchmark feeds (duplicates, or silence).
@@ -7,7 +6,7 @@ final class ScriptedAdapter: ChatAdapter, Sendable {
     /// The adapter every other call goes to.
     let inner: any ChatAdapter
     /// The continuation of the live stream the engine opened last.
-    private let live = Mutex<AsyncStream<AdapterEvent>.Continuation?>(nil)
+    private let live = Locked<AsyncStream<AdapterEvent>.Continuation?>(nil)
 
     /// Wraps `inner`.
     init(_ inner: any ChatAdapter) { self.inner = inner }

@@ -1,6 +1,5 @@
 import Foundation
 import SwitchboardCore
-import Synchronization
 
 /// One end of a bridged conversation pair: an adapter signed in as the bridge's account and a conversation.
 public struct BridgeSide: Sendable {
@@ -87,11 +86,11 @@ public struct BridgeStats: Sendable, Hashable {
 /// poll), cleared when a pass starts reading the side. A running bridge skips reading the quiet side while the
 /// other has a backlog.
 final class SideSignals: Sendable {
-    private let state: Mutex<Set<BackendID>>
+    private let state: Locked<Set<BackendID>>
 
     /// Every side in `all` starts signalled (nothing has been read yet).
     init(all: [BackendID]) {
-        state = Mutex(Set(all))
+        state = Locked(Set(all))
     }
 
     /// Something may have changed on `side`.

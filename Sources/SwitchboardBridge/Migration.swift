@@ -1,7 +1,6 @@
 import Foundation
 import SwitchboardCore
 import SwitchboardStore
-import Synchronization
 
 /// Tunables of a migration.
 public struct MigrationConfiguration: Sendable {
@@ -444,14 +443,14 @@ final class MigrationTally: Sendable {
         func count(_ kind: Kind) -> Int { counts[kind.rawValue] }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// A tally over an estimated `total`, knowing what earlier runs handled.
     init(total: Int?, earlier: (present: Set<MessageID>, skipped: Set<MessageID>)) {
         var initial = State(total: total)
         for id in earlier.skipped { initial.set(id, .skipped) }
         for id in earlier.present { initial.set(id, .present) }
-        state = Mutex(initial)
+        state = Locked(initial)
     }
 
     /// Restarts the clock for the rate.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 
 /// A capability a scenario needs; without it the scenario is skipped with a reason.
@@ -284,10 +283,10 @@ public struct ConformanceKit: Sendable {
 
 /// Resumes a continuation at most once, whoever calls first.
 final class OnceAnswer: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Result<Void, any Error>, Never>?>
+    private let continuation: Locked<CheckedContinuation<Result<Void, any Error>, Never>?>
 
     init(_ continuation: CheckedContinuation<Result<Void, any Error>, Never>) {
-        self.continuation = Mutex(continuation)
+        self.continuation = Locked(continuation)
     }
 
     func resume(_ value: Result<Void, any Error>) {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardFaults
 
@@ -111,7 +110,7 @@ extension InjectedFaults: FaultInjector {
 
 /// A clock tests can move forward; shared by the engine and, where it can, the backend.
 public final class ManualClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
+    private let offset = Locked<TimeInterval>(0)
 
     /// A clock at real time.
     public init() {}

@@ -49,13 +49,13 @@ public struct ScenarioFaults: Sendable {
 }
 
 /// What a scenario works with: the fixture, engine clients over fresh stores, and assertion helpers.
-public final class ScenarioContext: @unchecked Sendable {
+public final class ScenarioContext: Sendable {
     /// The environment.
     public let fixture: ConformanceFixture
     /// A private folder for stores and files, removed afterwards.
     public let directory: URL
-    private var clients: [ChatClient] = []
-    private let lock = NSLock()
+    /// Every client `client(_:storeName:)` started, stopped by `finish()`.
+    private let clients = Locked<[ChatClient]>([])
 
     init(fixture: ConformanceFixture) throws {
         self.fixture = fixture
@@ -79,13 +79,13 @@ public final class ScenarioContext: @unchecked Sendable {
         let client = ChatClient(adapter: try await fixture.makeAdapter(user), store: store,
                                 configuration: configuration(for: user))
         try await client.start()
-        lock.withLock { clients.append(client) }
+        clients.withLock { $0.append(client) }
         return client
     }
 
     /// Stops every client and removes the folder.
     func finish() async {
-        for client in lock.withLock({ clients }) { await client.stop() }
+        for client in clients.withLock({ $0 }) { await client.stop() }
         try? FileManager.default.removeItem(at: directory)
     }
 

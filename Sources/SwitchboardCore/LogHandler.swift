@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One record a `Logger` hands its handler: level, label, message and (redacted) metadata.
 public struct LogRecord: Sendable, Hashable {
@@ -69,7 +68,7 @@ public struct StreamLogHandler: LogHandler {
 
 /// Keeps every record, for tests to assert on.
 public final class CollectingLogHandler: LogHandler {
-    private let state = Mutex<[LogRecord]>([])
+    private let state = Locked<[LogRecord]>([])
 
     /// An empty collection.
     public init() {}

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Time-ordered UUIDs (RFC 9562 version 7): 48 bits of Unix milliseconds, a 12-bit counter that keeps IDs minted
 /// by this process strictly increasing within a millisecond, and 62 random bits.
@@ -44,7 +43,7 @@ public final class UUIDv7Generator: Sendable {
         var counter: UInt16 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A generator that has minted nothing yet.
     public init() {}

@@ -1,4 +1,3 @@
-import Synchronization
 import SwitchboardCore
 
 /// Collects a live stream's events as they arrive so the engine can reconcile everything queued at that moment
@@ -10,7 +9,7 @@ final class LiveInbox: Sendable {
         var dropped = 0
     }
 
-    private let queued = Mutex(Queue())
+    private let queued = Locked(Queue())
     private let doorbell: AsyncStream<Void>.Continuation
     /// The most changes that may wait; beyond that the queued changes are dropped (see `push`).
     let limit: Int

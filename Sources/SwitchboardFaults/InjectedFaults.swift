@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 
 /// The faults planned for every `FaultInjectingAdapter` of one environment (a harness's fixture, a test), set at
@@ -48,9 +47,9 @@ public final class InjectedFaults: Sendable {
         var reconnectDelay: Duration = .milliseconds(20)
     }
 
-    private let state = Mutex(State())
-    private let observers = Mutex<[UUID: Observer]>([:])
-    private let cuts = Mutex(0)
+    private let state = Locked(State())
+    private let observers = Locked<[UUID: Observer]>([:])
+    private let cuts = Locked(0)
 
     /// No faults planned.
     public init() {}

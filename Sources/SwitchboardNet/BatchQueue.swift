@@ -1,4 +1,4 @@
-import Synchronization
+import SwitchboardCore
 
 /// A queue one writer drains a batch at a time: producers append without blocking, the writer takes everything
 /// queued since its last take (so a burst becomes one write, not one per item) and waits while there is nothing.
@@ -9,7 +9,7 @@ public final class BatchQueue<Element: Sendable>: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Wakes the writer; holds at most one signal.
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation

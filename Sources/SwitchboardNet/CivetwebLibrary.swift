@@ -1,7 +1,7 @@
 import CCivetweb
 import Dispatch
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// Process-wide civetweb set-up and small helpers shared by the server and the WebSocket client.
 enum CivetwebLibrary {
@@ -70,7 +70,7 @@ final class CivetwebCompletion: Sendable {
         var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Whether `complete()` has been called.
     var isCompleted: Bool { state.withLock { $0.isCompleted } }
@@ -125,7 +125,7 @@ final class CivetwebCompletion: Sendable {
 /// A civetweb context or connection pointer that crosses threads.
 ///
 /// `@unchecked` because civetweb is built for this: its calls on one connection are serialised by its own
-/// connection lock, and every Swift-side holder keeps the pointer inside a `Mutex` that is cleared before
+/// connection lock, and every Swift-side holder keeps the pointer inside a `Locked` that is cleared before
 /// civetweb recycles or frees the object.
 struct CivetwebHandle: @unchecked Sendable {
     let pointer: OpaquePointer

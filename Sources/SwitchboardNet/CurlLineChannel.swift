@@ -1,4 +1,4 @@
-import Synchronization
+import SwitchboardCore
 
 /// The delegate behind `lines(_:)`: splits the body into lines on the curl thread and hands them to one
 /// consumer, pausing the transfer while too many wait unread.
@@ -40,7 +40,7 @@ final class CurlLineChannel: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let maximumBufferedLines: Int
     /// The longest line held, or nil for no limit.
     private let maximumLineBytes: Int?

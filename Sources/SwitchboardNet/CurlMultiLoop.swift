@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import SwitchboardCore
 import Synchronization
 
 /// One curl multi handle driven by one dedicated thread, with a pool of reusable easy handles.
@@ -24,7 +25,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private let multi: UnsafeMutableRawPointer
     private let configuration: HTTPClient.Configuration
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let openedConnections = Atomic<Int>(0)
 
     // Curl thread only.

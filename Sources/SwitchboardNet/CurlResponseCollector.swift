@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// The delegate behind `send` and `upload`: gathers the whole body and resumes the caller when the transfer ends.
 final class CurlResponseCollector: CurlTransferDelegate, @unchecked Sendable {
     /// The waiting caller; taken exactly once.
-    private let continuation = Mutex<CheckedContinuation<HTTPResponse, any Error>?>(nil)
+    private let continuation = Locked<CheckedContinuation<HTTPResponse, any Error>?>(nil)
     /// The body so far (curl thread only).
     private var body = Data()
 

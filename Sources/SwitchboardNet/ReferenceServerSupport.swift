@@ -1,10 +1,9 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 
 /// The base URL a reference server puts in the links it hands out (files, uploads), set once the port is known.
 public final class ServerBaseURL: Sendable {
-    private let value = Mutex("")
+    private let value = Locked("")
 
     /// An empty base, until `set`.
     public init() {}
@@ -25,7 +24,7 @@ public final class ReferenceServerSlot<Service: Sendable, Extra: Sendable>: Send
     /// What a server holds while it runs: the HTTP server, the service behind it, and `Extra` (e.g. sockets).
     public typealias Run = (http: HTTPServer, service: Service, extra: Extra)
 
-    private let run = Mutex<Run?>(nil)
+    private let run = Locked<Run?>(nil)
 
     /// An empty slot (not running).
     public init() {}

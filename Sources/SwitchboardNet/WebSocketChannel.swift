@@ -1,6 +1,6 @@
 import CCivetweb
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// A transport other than civetweb that carries a connection's bytes (the `wss://` client's TLS session, and
 /// every connection of our own server).
@@ -52,10 +52,10 @@ final class WebSocketChannel: Sendable {
     /// Fires when civetweb has left the read loop (the peer's close arrived, the connection failed or dropped).
     let ended = CivetwebCompletion()
     private let continuation: AsyncStream<WebSocketFrame>.Continuation
-    private let machine: Mutex<WebSocketStateMachine>
-    private let connection = Mutex<CivetwebHandle?>(nil)
-    private let sink = Mutex<(any WebSocketByteSink)?>(nil)
-    private let pings = Mutex(Pings())
+    private let machine: Locked<WebSocketStateMachine>
+    private let connection = Locked<CivetwebHandle?>(nil)
+    private let sink = Locked<(any WebSocketByteSink)?>(nil)
+    private let pings = Locked(Pings())
 
     /// A channel; with `maxUnreadMessages`, a peer that gets that many messages ahead of the reader is cut off
     /// with 1008 instead of growing the queue without bound.
@@ -65,7 +65,7 @@ final class WebSocketChannel: Sendable {
         let policy: AsyncStream<WebSocketFrame>.Continuation.BufferingPolicy =
             self.maxUnreadMessages.map { .bufferingOldest($0) } ?? .unbounded
         (frames, continuation) = AsyncStream.makeStream(of: WebSocketFrame.self, bufferingPolicy: policy)
-        machine = Mutex(WebSocketStateMachine(maxMessageSize: maxMessageSize))
+        machine = Locked(WebSocketStateMachine(maxMessageSize: maxMessageSize))
     }
 
     /// Queues `frames` for the reader; false when the queue was full (the caller then ends the connection).

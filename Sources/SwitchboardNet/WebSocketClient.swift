@@ -1,6 +1,6 @@
 import CCivetweb
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// A WebSocket client: one object, one connection. `ws://` runs on civetweb's `mg_connect_websocket_client`,
 /// `wss://` on our own OpenSSL transport (`WebSocketTLSTransport`) with the same frames and closing handshake.
@@ -107,7 +107,7 @@ final class WebSocketClientCore: Sendable {
 
     let channel: WebSocketChannel
     private let configuration: WebSocketClient.Configuration
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let attempted = CivetwebCompletion()
     private let released = CivetwebCompletion()
 

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import SwitchboardCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +24,7 @@ final class WebSocketTLSTransport: WebSocketByteSink, @unchecked Sendable {
     private var isFreed = false
     private let stopping = Atomic<Bool>(false)
     private let releaseStarted = Atomic<Bool>(false)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Locked<pthread_t?>(nil)
     private let handshakeLeftover: [UInt8]
 
     /// How long one blocking step (TCP connect, TLS handshake, HTTP upgrade, a stalled write) may take.

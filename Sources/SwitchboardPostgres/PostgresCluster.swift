@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SwitchboardCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,7 +26,7 @@ public final class PostgresCluster: Sendable {
     public let owner: pid_t
     /// Whether the server syncs its writes to disk (`fsync=on`); when false it runs with `fsync=off`.
     public let durable: Bool
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Picks the port when none was given (a free one by default).
     private let choosePort: @Sendable () throws -> Int
 
@@ -48,7 +48,7 @@ public final class PostgresCluster: Sendable {
         self.dataDirectory = dataDirectory.standardizedFileURL
         self.owner = owner
         self.durable = durable
-        self.state = Mutex(State(port: port))
+        self.state = Locked(State(port: port))
         self.choosePort = choosePort
     }
 

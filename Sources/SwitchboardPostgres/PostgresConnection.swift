@@ -1,6 +1,6 @@
 import CLibPQ
 import Foundation
-import Synchronization
+import SwitchboardCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -13,7 +13,7 @@ public final class PostgresConnection: Sendable {
         var connection: OpaquePointer?
     }
 
-    private let handle: Mutex<Handle>
+    private let handle: Locked<Handle>
     /// Where the server's notices go; lives as long as the `PGconn` that points at it.
     private let notices: NoticeReceiver
 
@@ -35,7 +35,7 @@ public final class PostgresConnection: Sendable {
             Unmanaged<NoticeReceiver>.fromOpaque(context).takeUnretainedValue().receive(String(cString: message))
         }, Unmanaged.passUnretained(receiver).toOpaque())
         self.notices = receiver
-        handle = Mutex(Handle(connection: connection))
+        handle = Locked(Handle(connection: connection))
     }
 
     deinit {

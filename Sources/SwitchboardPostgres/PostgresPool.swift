@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// A fixed-size pool of PostgreSQL connections whose blocking libpq calls run on their own threads.
 ///
@@ -16,7 +16,7 @@ public final class PostgresPool: Sendable {
 
     private let url: String
     private let size: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let slots: DispatchSemaphore
     private let queue = DispatchQueue(label: "switchboard.postgres-pool", attributes: .concurrent)
 

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardPostgres
 import SwitchboardStore
@@ -177,7 +176,7 @@ final class PostgresConnectionPool: Sendable {
     /// Counts the connections that may still be lent.
     private let slots: DispatchSemaphore
     /// The idle connections and the closed flag.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A pool for `url` lending at most `maxConnections` connections at once, their notices sent to `notices`.
     init(url: String, maxConnections: Int, notices: @escaping @Sendable (String) -> Void = { _ in }) {

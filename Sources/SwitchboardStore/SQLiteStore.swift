@@ -1,9 +1,8 @@
 import SwitchboardSQLite
 import Foundation
-import Synchronization
 import SwitchboardCore
 
-/// The embedded `Store`: one SQLite file in WAL mode, one connection, every access serialised through a `Mutex`.
+/// The embedded `Store`: one SQLite file in WAL mode, one connection, every access serialised through a `Locked`.
 ///
 /// Async `read` and `write` calls run one after another on the store's own thread, which owns the connection
 /// for them; blocking calls from other threads take the same lock. Do not call the store again from inside a
@@ -15,7 +14,7 @@ public final class SQLiteStore: TransactionalLeaseStore {
     /// The database file (or `:memory:`).
     public let path: String
     /// The one connection; whoever holds the lock owns it.
-    private let connection: Mutex<SQLiteConnection>
+    private let connection: Locked<SQLiteConnection>
     /// The migrations this `init` applied (empty when the file was already up to date).
     let migrationsAppliedAtOpen: [String]
     /// Checkpoints the WAL off the commit path (nil for `:memory:`).
@@ -55,7 +54,7 @@ public final class SQLiteStore: TransactionalLeaseStore {
             }
         }
         self.checkpointer = checkpointer
-        self.connection = Mutex(connection)
+        self.connection = Locked(connection)
     }
 
     /// Runs `body` in one write transaction (BEGIN IMMEDIATE) on the calling thread; any throw rolls back and

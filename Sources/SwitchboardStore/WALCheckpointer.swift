@@ -1,6 +1,6 @@
 import Dispatch
-import Synchronization
 import SwitchboardSQLite
+import SwitchboardCore
 
 /// Moves WAL checkpoints off the commit path: every `commitsPerCheckpoint` commits this object runs a PASSIVE
 /// checkpoint on a connection and queue of its own. A passive checkpoint never blocks the writer, and the file
@@ -24,9 +24,9 @@ final class WALCheckpointer: Sendable {
     }
 
     /// What the commit path touches: a few integers, never held during a checkpoint.
-    private let counters = Mutex(Counters())
+    private let counters = Locked(Counters())
     /// The checkpoint connection; used on `queue` only (and by `close` after draining it).
-    private let connection: Mutex<SQLiteConnection?>
+    private let connection: Locked<SQLiteConnection?>
     private let queue = DispatchQueue(label: "switchboard.store.checkpoint", qos: .utility)
 
     /// Opens the checkpoint connection on the (already configured, WAL-mode) database at `path`.
@@ -38,7 +38,7 @@ final class WALCheckpointer: Sendable {
             connection.close()
             throw error
         }
-        self.connection = Mutex(connection)
+        self.connection = Locked(connection)
     }
 
     /// Counts a commit and schedules a checkpoint when enough have piled up since the last one.

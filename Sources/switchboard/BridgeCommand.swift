@@ -4,7 +4,6 @@ import SwitchboardCore
 import SwitchboardNet
 import SwitchboardPostgresStore
 import SwitchboardStore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -412,11 +411,11 @@ extension AdapterEndpoint {
 /// The config a running bridge works with, replaced by each accepted reload.
 final class RunningConfig: Sendable {
     /// The config.
-    private let current: Mutex<BridgeConfigFile>
+    private let current: Locked<BridgeConfigFile>
 
     /// Starts with `config`.
     init(_ config: BridgeConfigFile) {
-        current = Mutex(config)
+        current = Locked(config)
     }
 
     /// The config now.

@@ -197,7 +197,7 @@ final class ProgressDisplay: Sendable {
 
     private let handle: FileHandle
     private let isTerminal: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Progress on standard output (standard error when the report itself is JSON on standard output).
     init(json: Bool) {

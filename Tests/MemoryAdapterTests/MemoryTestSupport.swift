@@ -1,12 +1,11 @@
 import Foundation
 import MemoryAdapter
-import Synchronization
 import SwitchboardCore
 import Testing
 
 /// A clock tests move by hand.
 final class TestClock: Sendable {
-    private let current = Mutex(Date(timeIntervalSince1970: 1_750_000_000))
+    private let current = Locked(Date(timeIntervalSince1970: 1_750_000_000))
 
     /// The current time.
     var now: Date { current.withLock { $0 } }
@@ -17,14 +16,14 @@ final class TestClock: Sendable {
 
 /// The events a live stream delivered, recorded by a background consumer.
 final class EventRecorder: Sendable {
-    private let log: Mutex<[AdapterEvent]>
-    private let finished: Mutex<Bool>
-    private let consumer: Mutex<Task<Void, Never>?>
+    private let log: Locked<[AdapterEvent]>
+    private let finished: Locked<Bool>
+    private let consumer: Locked<Task<Void, Never>?>
 
     private init() {
-        log = Mutex([])
-        finished = Mutex(false)
-        consumer = Mutex(nil)
+        log = Locked([])
+        finished = Locked(false)
+        consumer = Locked(nil)
     }
 
     /// Starts consuming `stream`.

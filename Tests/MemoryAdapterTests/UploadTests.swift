@@ -1,12 +1,11 @@
 import Foundation
 import MemoryAdapter
-import Synchronization
 import SwitchboardCore
 import Testing
 
 /// Progress values reported by an upload.
 final class ProgressLog: Sendable {
-    private let values = Mutex<[Double]>([])
+    private let values = Locked<[Double]>([])
     /// Records one value.
     func record(_ value: Double) { values.withLock { $0.append(value) } }
     /// Everything recorded.

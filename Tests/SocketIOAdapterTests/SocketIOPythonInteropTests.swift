@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SocketIOAdapter
 import SocketIOProtocol
 import SwitchboardCore
@@ -187,7 +186,7 @@ final class EventLog: Sendable {
         var ended = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Starts recording `events`.
     init(_ events: AsyncStream<SocketIOClient.Event>) {

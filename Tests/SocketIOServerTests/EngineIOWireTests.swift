@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SocketIOProtocol
 import SwitchboardCore
 import SwitchboardNet
@@ -56,9 +55,9 @@ final class RawSocket: Sendable {
 
 /// A Boolean shared between tasks.
 final class Flag: Sendable {
-    private let state: Mutex<Bool>
+    private let state: Locked<Bool>
     /// A flag set to `initial`.
-    init(_ initial: Bool) { state = Mutex(initial) }
+    init(_ initial: Bool) { state = Locked(initial) }
     /// The current value.
     var value: Bool {
         get { state.withLock { $0 } }

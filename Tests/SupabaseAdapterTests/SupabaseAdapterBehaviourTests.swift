@@ -4,7 +4,6 @@ import SupabaseConformance
 import SupabaseProtocol
 import SwitchboardCore
 import SwitchboardNet
-import Synchronization
 import Testing
 
 /// The adapter against the real server (presence, expiring tokens) and against a misbehaving fake one.
@@ -26,8 +25,8 @@ struct SupabaseAdapterBehaviourTests {
 
     /// A value shared with escaping closures.
     final class Shared<Value: Sendable>: Sendable {
-        let value: Mutex<Value>
-        init(_ value: Value) { self.value = Mutex(value) }
+        let value: Locked<Value>
+        init(_ value: Value) { self.value = Locked(value) }
         func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
     }
 

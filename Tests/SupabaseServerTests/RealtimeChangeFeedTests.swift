@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import SupabaseServer
 import SupabaseProtocol
 import SwitchboardCore
@@ -38,7 +37,7 @@ struct RealtimeChangeFeedTests {
 
     /// Hands dispatched changes to the test (the feed calls it on its listener thread).
     private final class DispatchBox: Sendable {
-        private let changes = Mutex<[RealtimeChange]>([])
+        private let changes = Locked<[RealtimeChange]>([])
         func append(_ batch: [RealtimeChange]) { changes.withLock { $0 += batch } }
         var all: [RealtimeChange] { changes.withLock { $0 } }
     }

@@ -10,8 +10,8 @@ import TestSupport
 /// A v2 test socket that buffers every frame so tests can wait for one with a deadline.
 final class RealtimeTestSocket: Sendable {
     let client = WebSocketClient()
-    private let received = Mutex<[WebSocketFrame]>([])
-    private let reader = Mutex<Task<Void, Never>?>(nil)
+    private let received = Locked<[WebSocketFrame]>([])
+    private let reader = Locked<Task<Void, Never>?>(nil)
     private let refs = Atomic<Int>(100)
 
     /// Connects to the server's realtime endpoint with `apikey` and serializer `vsn`.

@@ -2,7 +2,6 @@ import Foundation
 import MemoryAdapter
 import SwitchboardBridge
 import SwitchboardCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -126,9 +125,9 @@ extension MemoryAdapter {
 /// delegated.
 final class PublishGate: ForwardingAdapter, Sendable {
     let inner: MemoryAdapter
-    private let state = Mutex(false)
-    private let reads = Mutex(0)
-    private let refusals = Mutex(0)
+    private let state = Locked(false)
+    private let reads = Locked(0)
+    private let refusals = Locked(0)
     private let failure: any Error
 
     /// How many change pages were read through the gate.

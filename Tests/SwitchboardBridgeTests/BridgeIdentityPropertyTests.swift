@@ -3,7 +3,6 @@ import MemoryAdapter
 import SwitchboardBridge
 import SwitchboardCore
 import SwitchboardStore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -155,7 +154,7 @@ private enum PropertyPlace: CaseIterable, Hashable, CustomStringConvertible {
 /// The keys a side's members claimed for their messages, by backend ID: what the bridge reads through a
 /// `ClaimingAdapter` (nil: the message carries no key).
 private final class KeyClaims: Sendable {
-    private let claims = Mutex<[RemoteID: MessageID?]>([:])
+    private let claims = Locked<[RemoteID: MessageID?]>([:])
 
     /// Records that the message `remote` carries `key`.
     func set(_ key: MessageID?, for remote: RemoteID) {

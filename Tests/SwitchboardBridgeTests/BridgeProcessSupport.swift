@@ -4,7 +4,6 @@ import SupabaseConformance
 import SupabaseServer
 import SwitchboardCore
 import SwitchboardStore
-import Synchronization
 import TestSupport
 import Testing
 import XMTPAdapter
@@ -22,7 +21,7 @@ final class XMTPBridgeSide: Sendable {
     /// The folder the node's data and the adapters' databases live in.
     let root: URL
     /// The node (replaced when it is cut and restarted).
-    let node: Mutex<XMTPNodeServer>
+    let node: Locked<XMTPNodeServer>
     /// Its configuration, with the port fixed after the first start so a restart comes back at the same URL.
     let nodeConfiguration: XMTPNodeConfiguration
     /// Its base URL.
@@ -66,7 +65,7 @@ final class XMTPBridgeSide: Sendable {
     private init(root: URL, node: XMTPNodeServer, nodeConfiguration: XMTPNodeConfiguration, nodeURL: URL,
                  conversation: ConversationID, dave: UserID, bridgeInbox: UserID, tokens: [UserID: String], secret: [UInt8]) {
         self.root = root
-        self.node = Mutex(node)
+        self.node = Locked(node)
         self.nodeConfiguration = nodeConfiguration
         self.nodeURL = nodeURL
         self.conversation = conversation
@@ -418,7 +417,7 @@ struct SideContents: Sendable {
 /// Every bridge child a test started, so that all of them die even when the test fails half-way.
 final class BridgeChildren: Sendable {
     /// The children, oldest first.
-    private let children = Mutex<[BridgeChild]>([])
+    private let children = Locked<[BridgeChild]>([])
 
     /// Starts a `switchboard <command>` child (`bridge` unless told; as `BridgeChild.init`) and remembers it.
     func launch(command: String = "bridge", arguments: [String], environment: [String: String], log: URL) throws -> BridgeChild {

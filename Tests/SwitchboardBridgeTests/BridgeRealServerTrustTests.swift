@@ -8,7 +8,6 @@ import SupabaseServer
 import SwitchboardBridge
 import SwitchboardCore
 import SwitchboardStore
-import Synchronization
 import TestSupport
 import Testing
 import XMTPAdapter
@@ -347,9 +346,9 @@ private final class TrustServers: Sendable {
     /// The store the test's bridges share.
     let store: SQLiteStore
     /// Bearer tokens of the Socket-style users registered so far.
-    private let socketTokens = Mutex<[UserID: String]>([:])
+    private let socketTokens = Locked<[UserID: String]>([:])
     /// How many rooms were created.
-    private let rooms = Mutex(0)
+    private let rooms = Locked(0)
 
     /// Starts both servers, runs `body` with them, then stops them and removes the folder.
     static func with(_ body: (TrustServers) async throws -> Void) async throws {

@@ -3,7 +3,6 @@ import MemoryAdapter
 import SwitchboardBridge
 import SwitchboardCore
 import SwitchboardStore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -492,7 +491,7 @@ struct BridgeTests {
 
 /// A flag set from another task.
 final class SeenFlag: Sendable {
-    private let state = Mutex(false)
+    private let state = Locked(false)
     /// Sets the flag.
     func set() { state.withLock { $0 = true } }
     /// Whether it is set.
@@ -504,8 +503,8 @@ final class SeenFlag: Sendable {
 /// (`OwnMessageFilteringAdapter`), and counts the filtered reads.
 final class RecordingBulkAdapter: ForwardingAdapter, BulkPublishingAdapter, EditingAdapter, OwnMessageFilteringAdapter, Sendable {
     let inner: MemoryAdapter
-    private let log = Mutex<[String]>([])
-    private let readCount = Mutex(0)
+    private let log = Locked<[String]>([])
+    private let readCount = Locked(0)
     private let delay: Duration
     /// The most messages per `publishAll`.
     let bulkPublishLimit: Int

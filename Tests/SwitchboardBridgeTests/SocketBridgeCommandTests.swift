@@ -3,7 +3,6 @@ import SocketIOAdapter
 import SocketIOConformance
 import SocketIOServer
 import SwitchboardCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -17,7 +16,7 @@ final class SocketBridgeServers: Sendable {
     /// The temporary folder holding the servers' data, configs, stores and logs.
     let root: URL
     /// The Socket-style server (replaced when it is stopped and started again).
-    let socket: Mutex<SocketIOServer>
+    let socket: Locked<SocketIOServer>
     /// Its configuration, with the port fixed after the first start so a restart comes back at the same URL.
     let socketConfiguration: SocketIOServerConfiguration
     /// Its base URL.
@@ -72,7 +71,7 @@ final class SocketBridgeServers: Sendable {
                  socketConversation: ConversationID, erin: UserID, socketBridge: UserID, socketTokens: [UserID: String],
                  xmtp: XMTPBridgeSide) {
         self.root = root
-        self.socket = Mutex(socket)
+        self.socket = Locked(socket)
         self.socketConfiguration = socketConfiguration
         self.socketURL = socketURL
         self.socketConversation = socketConversation

@@ -1,6 +1,5 @@
 import Foundation
 import MemoryAdapter
-import Synchronization
 import SwitchboardCore
 import SwitchboardFaults
 import Testing
@@ -247,8 +246,8 @@ struct FaultInjectingAdapterTests {
 
 /// Records a live stream's events from a background task.
 final class LiveRecorder: Sendable {
-    private let state = Mutex<(events: [AdapterEvent], finished: Bool)>(([], false))
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let state = Locked<(events: [AdapterEvent], finished: Bool)>(([], false))
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     /// Starts recording `stream`.
     init(_ stream: AsyncStream<AdapterEvent>) {

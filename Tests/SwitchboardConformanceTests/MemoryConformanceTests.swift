@@ -2,7 +2,6 @@ import Foundation
 import MemoryConformance
 import SwitchboardConformance
 import SwitchboardCore
-import Synchronization
 import Testing
 
 /// The whole kit against the memory backend, under each ID scheme and both reaction policies.
@@ -99,7 +98,7 @@ struct RefusingHarness: ConformanceHarness {
 
 /// Counts progress calls from the kit.
 final class ProgressCount: Sendable {
-    private let calls = Mutex(0)
+    private let calls = Locked(0)
     /// One more call.
     func add() { calls.withLock { $0 += 1 } }
     /// The calls so far.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import Testing
 
@@ -112,7 +111,7 @@ struct LoggerTests {
 
     @Test("the stream handler writes timestamped lines: time, level, label, message, then sorted metadata")
     func streamFormat() {
-        let written = Mutex<[String]>([])
+        let written = Locked<[String]>([])
         let date = Date(timeIntervalSince1970: 1_780_000_000.1239)
         let handler = StreamLogHandler(clock: { date }) { line in written.withLock { $0.append(line) } }
         let logger = Logger(label: "pair general", handler: handler, logLevel: .debug)

@@ -1,7 +1,6 @@
 import Foundation
 import TestSupport
 import MemoryAdapter
-import Synchronization
 import SwitchboardCore
 import SwitchboardEngine
 import SwitchboardStore
@@ -11,7 +10,7 @@ import Testing
 
 /// Real time plus an offset tests can move forward (the engine's outbox needs time to flow; windows need jumps).
 final class OffsetClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
+    private let offset = Locked<TimeInterval>(0)
 
     /// The current (shifted) time.
     var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
@@ -49,8 +48,8 @@ func expectError(_ code: SwitchboardError.Code, _ what: String = "", sourceLocat
 
 /// Records a client's ordered event stream in the background.
 final class EventLog: Sendable {
-    private let items = Mutex<[SequencedEvent]>([])
-    private let consumer = Mutex<Task<Void, Never>?>(nil)
+    private let items = Locked<[SequencedEvent]>([])
+    private let consumer = Locked<Task<Void, Never>?>(nil)
 
     private init() {}
 
@@ -127,7 +126,7 @@ final class WrappedAdapter: ChatAdapter, EditingAdapter, DeletingAdapter, Reacti
     }
 
     let inner: MemoryAdapter
-    private let knobs = Mutex(Knobs())
+    private let knobs = Locked(Knobs())
 
     init(_ inner: MemoryAdapter) { self.inner = inner }
 
@@ -286,7 +285,7 @@ final class Harness: Sendable {
     let room: ConversationID = "room"
     let alice: UserID = "alice"
     let bob: UserID = "bob"
-    private let clients = Mutex<[ChatClient]>([])
+    private let clients = Locked<[ChatClient]>([])
 
     /// The retry policy most tests use: quick, four attempts, no jitter.
     static let fastRetry = RetryPolicy(baseDelay: 0.005, maxDelay: 0.05, maxAttempts: 4, jitter: 0)

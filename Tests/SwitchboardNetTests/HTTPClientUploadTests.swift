@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SwitchboardCore
 import Testing
 @testable import SwitchboardNet
 
@@ -23,7 +23,7 @@ extension HTTPClientTests {
         func upload(method: HTTPMethod) async throws {
             try await withHTTPTestServer { server in
                 let body = Self.payload(3 * 1024 * 1024 + 17)
-                let reports = Mutex<[Double]>([])
+                let reports = Locked<[Double]>([])
                 let response = try await HTTPClient().upload(
                     HTTPRequest(method: method, url: server.url("/upload"), headers: ["Content-Type": "application/octet-stream"]),
                     body: body
@@ -45,7 +45,7 @@ extension HTTPClientTests {
         @Test("An empty upload still reports completion")
         func emptyUpload() async throws {
             try await withHTTPTestServer { server in
-                let reports = Mutex<[Double]>([])
+                let reports = Locked<[Double]>([])
                 let response = try await HTTPClient().upload(HTTPRequest(method: .post, url: server.url("/upload")),
                                                              body: Data()) { fraction in reports.withLock { $0.append(fraction) } }
                 #expect(try jsonObject(response.body)["length"] as? Int == 0)

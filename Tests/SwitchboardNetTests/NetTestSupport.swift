@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 import SwitchboardNet
 import TestSupport
+import SwitchboardCore
 
 #if canImport(Glibc)
 import Glibc
@@ -152,7 +152,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Captured output, shared with the pipe and termination handlers.
     private final class Capture: Sendable {
-        let state = Mutex(Output())
+        let state = Locked(Output())
         let changed = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
 
         func update(_ change: (inout Output) -> Void) {

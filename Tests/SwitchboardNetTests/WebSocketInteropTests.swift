@@ -1,12 +1,12 @@
 import Foundation
-import Synchronization
 import Testing
 import SwitchboardNet
+import SwitchboardCore
 
 /// What a server-side WebSocket handler saw, for assertions after the fact.
 final class WebSocketObservations: Sendable {
-    private let frames = Mutex<[WebSocketFrame]>([])
-    private let headers = Mutex<[HTTPHeaders]>([])
+    private let frames = Locked<[WebSocketFrame]>([])
+    private let headers = Locked<[HTTPHeaders]>([])
     private let closed = AsyncStream<Void>.makeStream()
 
     func record(_ frame: WebSocketFrame) { frames.withLock { $0.append(frame) } }
@@ -400,7 +400,7 @@ extension NetworkSuites {
         @Test("a batch of messages sent as one write arrives as separate messages, in order, both ways; a close in a batch is refused")
         func batchedSends() async throws {
             let server = HTTPServer()
-            let refusal = Mutex<WebSocketError?>(nil)
+            let refusal = Locked<WebSocketError?>(nil)
             server.webSocket("/ws") { connection in
                 for await frame in connection.frames {
                     guard case .text(let text) = frame else { continue }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SwitchboardCore
 @testable import SwitchboardPostgres
 import Testing
 import TestSupport
@@ -182,7 +182,7 @@ struct PostgresClusterTests {
         defer { try? FileManager.default.removeItem(at: root) }
 
         // The first choice is the held port (as when an outgoing connection took it after it was chosen).
-        let choices = Mutex(0)
+        let choices = Locked(0)
         let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("data"), port: nil, owner: getpid(),
                                       choosingPortsWith: {
             let first = choices.withLock { count -> Bool in

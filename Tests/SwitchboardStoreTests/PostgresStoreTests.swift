@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardPostgres
 @testable import SwitchboardPostgresStore
@@ -40,7 +39,7 @@ struct PostgresStoreTests {
 
     /// Runs `work(index)` on `count` threads started together; returns each thread's result in order.
     static func concurrently<T: Sendable>(_ count: Int, _ work: @escaping @Sendable (Int) -> T) -> [T] {
-        let results = Mutex<[Int: T]>([:])
+        let results = Locked<[Int: T]>([:])
         let group = DispatchGroup()
         let start = DispatchSemaphore(value: 0)
         for index in 0..<count {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardStore
 import Testing
@@ -548,7 +547,7 @@ struct StoreContractTests {
 enum Hammer {
     /// Runs one thread per store, each doing `writesPerThread` write transactions; rethrows the first failure.
     static func run(stores: [any Store], writesPerThread: Int) throws {
-        let failures = Mutex<[any Error]>([])
+        let failures = Locked<[any Error]>([])
         let group = DispatchGroup()
         for (worker, store) in stores.enumerated() {
             group.enter()

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardPostgres
 import SwitchboardPostgresStore
@@ -61,8 +60,8 @@ struct StoreExecutorTests {
 
     /// A value shared by threads and tasks under a lock.
     final class Shared<Value: Sendable>: Sendable {
-        private let state: Mutex<Value>
-        init(_ value: Value) { state = Mutex(value) }
+        private let state: Locked<Value>
+        init(_ value: Value) { state = Locked(value) }
         /// Changes the value under the lock and returns what `body` returns.
         func update<T: Sendable>(_ body: (inout Value) -> T) -> T { state.withLock { body(&$0) } }
         /// The value now.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// A task executor with one thread of its own: a test that must block inside an actor (a synchronous callback
 /// holding a step back on purpose) runs that actor's work here through `withTaskExecutorPreference`, so the
@@ -12,9 +12,9 @@ public final class DedicatedThreadExecutor: TaskExecutor, Sendable {
         var isShutDown = false
     }
 
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     private let wake = DispatchSemaphore(value: 0)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Locked<pthread_t?>(nil)
 
     /// Starts the thread (named `name`); call `shutDown` when done.
     public init(name: String = "dedicated-executor") {

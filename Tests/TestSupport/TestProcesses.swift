@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// A failure to set up a test (missing tool, fixture, or environment).
 public struct TestSetupError: Error, CustomStringConvertible {
@@ -71,7 +71,7 @@ public enum ChildProcess {
             }
             writer.start()
         }
-        let errorData = Mutex(Data())
+        let errorData = Locked(Data())
         let errorReader = Thread { errorData.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
         errorReader.start()
         let output = stdout.fileHandleForReading.readDataToEndOfFile()

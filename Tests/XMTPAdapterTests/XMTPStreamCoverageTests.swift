@@ -1,6 +1,5 @@
 import Foundation
 import SwitchboardCore
-import Synchronization
 import SwitchboardSQLite
 import Testing
 import XMTPCodec
@@ -98,7 +97,7 @@ struct XMTPLocalDeltaReadTests {
         let alice = try group.adapter(group.alice)
         let bob = try group.adapter(group.bob)
         let start = try await bob.latestCursor(in: group.conversation)
-        let events = Mutex<[AdapterEvent]>([])
+        let events = Locked<[AdapterEvent]>([])
         let listener = Task {
             for await event in bob.liveEvents(in: group.conversation) { events.withLock { $0.append(event) } }
         }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SocketIOProtocol
 import SwitchboardCore
 import SwitchboardNet
@@ -52,7 +51,7 @@ public final class SocketIOAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
 
     let rest: SocketIOREST
     let mapper: SocketIOChangeMapper
-    private let live = Mutex<[UUID: SocketIOLiveStream]>([:])
+    private let live = Locked<[UUID: SocketIOLiveStream]>([:])
 
     /// An adapter for `configuration`, sharing `http` (one connection pool) when given.
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) {

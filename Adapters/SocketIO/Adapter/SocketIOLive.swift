@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SocketIOProtocol
 import SwitchboardCore
 
@@ -11,7 +10,7 @@ final class SocketIOLiveStream: Sendable {
     let conversation: ConversationID
     private let localUser: UserID
     private let mapper: SocketIOChangeMapper
-    private let pumpTask = Mutex<Task<Void, Never>?>(nil)
+    private let pumpTask = Locked<Task<Void, Never>?>(nil)
 
     /// The server events that carry a full message object.
     static let messageEvents: Set<String> = ["message", "message:edited", "message:deleted", "message:reaction",

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardNet
 
@@ -9,14 +8,14 @@ final class SocketIOREST: Sendable {
     let maximumResponseBytes: Int
     let baseURL: URL
     let http: HTTPClient
-    private let token: Mutex<String>
+    private let token: Locked<String>
 
     /// A client for the server at `baseURL` signed in with `token`.
     init(baseURL: URL, token: String, http: HTTPClient, maximumResponseBytes: Int = 16 << 20) {
         self.maximumResponseBytes = maximumResponseBytes
         self.baseURL = baseURL
         self.http = http
-        self.token = Mutex(token)
+        self.token = Locked(token)
     }
 
     /// The bearer token in use.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 
 /// Translates between WIRE.md's JSON (message objects, POST bodies, timestamps) and the core model.
@@ -124,7 +123,7 @@ final class SocketIOChangeMapper: Sendable {
         var ownHorizon: Date?
     }
 
-    private let state = Mutex<[String: Entry]>([:])
+    private let state = Locked<[String: Entry]>([:])
     private let localUser: UserID
     private let capacity: Int
 

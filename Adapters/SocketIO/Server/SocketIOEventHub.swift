@@ -46,7 +46,7 @@ final class SocketIOEventHub: Sendable {
         }
     }
 
-    private let listeners = Mutex<[String: [ObjectIdentifier: Listener]]>([:])
+    private let listeners = Locked<[String: [ObjectIdentifier: Listener]]>([:])
     private let bufferLimit: Int
 
     /// A hub whose listeners buffer up to `bufferLimit` events each.

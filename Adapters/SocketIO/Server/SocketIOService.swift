@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardNet
 
@@ -18,7 +17,7 @@ final class SocketIOService: Sendable {
     let hub: SocketIOEventHub
     private let runner: BlockingRunner
     /// Held while a change is committed and published, so listeners see changes in version order.
-    private let publishGate = Mutex(0)
+    private let publishGate = Locked(0)
     /// The base of file URLs, e.g. `http://127.0.0.1:8080`, set once the port is known.
     let base = ServerBaseURL()
     private let uploads: URL
@@ -246,7 +245,7 @@ final class SocketIOService: Sendable {
                 throw SocketIOServerError.badRequest("replyTo \(replyTo) is not a message of conversation \(conversation)")
             }
         }
-        let created = Mutex(false)
+        let created = Locked(false)
         let message = try await commit(conversation) { store in
             let (message, isNew) = try store.insertMessage(input, conversation: conversation, sender: user, nowMs: SocketIOTime.nowMs())
             created.withLock { $0 = isNew }

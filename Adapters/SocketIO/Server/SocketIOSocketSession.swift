@@ -1,12 +1,11 @@
 import Foundation
-import Synchronization
 import SocketIOProtocol
 import SwitchboardCore
 import SwitchboardNet
 
 /// The open Engine.IO sessions, so the server can count them.
 final class SocketIOSocketRegistry: Sendable {
-    private let sessions = Mutex(Set<String>())
+    private let sessions = Locked(Set<String>())
 
     /// How many sessions are open.
     var count: Int { sessions.withLock { $0.count } }

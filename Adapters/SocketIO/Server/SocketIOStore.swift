@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardSQLite
 
@@ -10,7 +9,7 @@ import SwitchboardSQLite
 /// Every access is serialised by a mutex. Message IDs and versions come from one global sequence (the
 /// `sequence` table), so "changed after position X" is `version > X`. SQL is always bound, never interpolated.
 final class SocketIOStore: Sendable {
-    private let database: Mutex<SQLiteConnection?>
+    private let database: Locked<SQLiteConnection?>
 
     /// Opens (creating) the database at `path` and applies the schema.
     init(path: String) throws {
@@ -44,7 +43,7 @@ final class SocketIOStore: Sendable {
             CREATE TABLE IF NOT EXISTS uploads (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, content_type TEXT NOT NULL,
                 size INTEGER NOT NULL, sha256 TEXT NOT NULL, created_ms INTEGER NOT NULL) WITHOUT ROWID;
             """)
-        database = Mutex(sqlite)
+        database = Locked(sqlite)
     }
 
     /// Runs `body` with the open connection under the lock; throws `SQLITE_MISUSE` once the store is closed.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SupabaseProtocol
 import SwitchboardCore
 import SwitchboardNet
@@ -52,7 +51,7 @@ public final class SupabaseAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
     public let reactionPolicy = ReactionPolicy.onePerUserPerSymbol
 
     let rest: SupabaseREST
-    private let live = Mutex<[UUID: (ConversationID, SupabaseRealtime)]>([:])
+    private let live = Locked<[UUID: (ConversationID, SupabaseRealtime)]>([:])
 
     /// An adapter for `configuration`, sharing `http` (one connection pool) when given.
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) {

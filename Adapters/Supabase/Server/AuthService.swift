@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SupabaseProtocol
 import SwitchboardCore
 import SwitchboardNet
@@ -27,9 +26,9 @@ final class AuthService: Sendable {
     /// Whether the auth tables and pgcrypto exist on this database (`/auth/v1` answers 503 otherwise).
     let isAvailable: Bool
     /// Sign-ups and password sign-ins per client IP (`authRateLimit` per five minutes).
-    private let signInLimiter: Mutex<AuthRateLimiter>
+    private let signInLimiter: Locked<AuthRateLimiter>
     /// Refresh-token grants per client IP (five times `authRateLimit` per five minutes).
-    private let refreshLimiter: Mutex<AuthRateLimiter>
+    private let refreshLimiter: Locked<AuthRateLimiter>
     /// The clock the limiters run on.
     private let started = ContinuousClock.now
     /// The window of both limits, in seconds.
@@ -40,8 +39,8 @@ final class AuthService: Sendable {
     init(context: SupabaseServerContext) {
         self.context = context
         let limit = context.configuration.authRateLimit
-        signInLimiter = Mutex(AuthRateLimiter(limit: limit, window: Self.rateWindow))
-        refreshLimiter = Mutex(AuthRateLimiter(limit: limit * 5, window: Self.rateWindow))
+        signInLimiter = Locked(AuthRateLimiter(limit: limit, window: Self.rateWindow))
+        refreshLimiter = Locked(AuthRateLimiter(limit: limit * 5, window: Self.rateWindow))
         do {
             try context.pool.run { try ChatSchema.applyOne(Self.schema, to: $0) }
             isAvailable = true
@@ -146,7 +145,7 @@ final class AuthService: Sendable {
     }
 
     /// Takes a token of `limiter` for the request's client IP, or refuses with GoTrue's 429.
-    private func admit(_ request: HTTPServerRequest, by limiter: borrowing Mutex<AuthRateLimiter>) throws(AuthError) {
+    private func admit(_ request: HTTPServerRequest, by limiter: borrowing Locked<AuthRateLimiter>) throws(AuthError) {
         let now = (ContinuousClock.now - started) / .seconds(1)
         let (admitted, wait) = limiter.withLock { limiter in
             limiter.admit(request.remoteAddress, now: now) ? (true, 0.0) : (false, limiter.retryAfter(request.remoteAddress, now: now))

@@ -42,7 +42,7 @@ final class RealtimeChangeFeed: Sendable {
     private let omitsRecords: @Sendable (RealtimeTableName) -> Bool
     private let stopped = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
-    private let progress = Mutex(Progress())
+    private let progress = Locked(Progress())
 
     /// A feed reading `databaseURL`, handing each batch of changes (in id order) to `dispatch` on the listener thread.
     ///

@@ -13,11 +13,11 @@ import SwitchboardPostgres
 /// select the row (by primary key) under row-level security, checked per batch of changes and identity.
 final class RealtimeHub: Sendable {
     let context: SupabaseServerContext
-    private let state = Mutex<RealtimeHubState?>(nil)
-    private let outboxes = Mutex<[Int: RealtimeOutbox]>([:])
+    private let state = Locked<RealtimeHubState?>(nil)
+    private let outboxes = Locked<[Int: RealtimeOutbox]>([:])
     private let nextSocketID = Atomic<Int>(0)
-    private let feed = Mutex<RealtimeChangeFeed?>(nil)
-    private let ticker = Mutex<Task<Void, Never>?>(nil)
+    private let feed = Locked<RealtimeChangeFeed?>(nil)
+    private let ticker = Locked<Task<Void, Never>?>(nil)
 
     /// A hub that serves nothing until `start()`.
     init(context: SupabaseServerContext) { self.context = context }

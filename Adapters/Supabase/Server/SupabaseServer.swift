@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SupabaseProtocol
 import SwitchboardCore
 import SwitchboardNet
@@ -20,7 +19,7 @@ public final class SupabaseServer: Sendable {
 
     /// The configuration the server was made with.
     public let configuration: SupabaseServerConfiguration
-    private let running = Mutex<Running?>(nil)
+    private let running = Locked<Running?>(nil)
     private let blocking = BlockingRunner(label: "switchboard.supabase-server.lifecycle")
 
     /// A server that does nothing until `start()`.

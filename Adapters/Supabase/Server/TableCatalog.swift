@@ -1,6 +1,6 @@
-import Synchronization
 import SupabaseProtocol
 import SwitchboardPostgres
+import SwitchboardCore
 
 /// The tables and views of schema `public` as the REST gateway sees them, read from `pg_catalog`.
 ///
@@ -58,8 +58,8 @@ final class TableCatalog: Sendable {
         """
 
     private let pool: PostgresPool
-    private let tables = Mutex<[String: PostgRESTTableSchema]?>(nil)
-    private let functions = Mutex<[String: [PostgRESTFunction]]>([:])
+    private let tables = Locked<[String: PostgRESTTableSchema]?>(nil)
+    private let functions = Locked<[String: [PostgRESTFunction]]>([:])
 
     /// A catalog reading through `pool`; nothing is loaded until the first lookup.
     init(pool: PostgresPool) {

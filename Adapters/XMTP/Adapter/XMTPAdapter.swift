@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardNet
 import XMTPCodec
@@ -61,9 +60,9 @@ public final class XMTPAdapter: ConfiguredAdapter, EditingAdapter, DeletingAdapt
     let node: XMTPNodeClient
     let store: XMTPLocalStore
     /// Group ciphers by conversation.
-    private let ciphers = Mutex<[ConversationID: GroupCipher]>([:])
+    private let ciphers = Locked<[ConversationID: GroupCipher]>([:])
     /// The runs of sequences the live streams stored without a gap (delta reads inside one stay local).
-    let coverage = Mutex(XMTPStreamCoverage())
+    let coverage = Locked(XMTPStreamCoverage())
 
     /// An adapter for `configuration`, sharing `http` when given; opens (creating) the local database.
     public init(configuration: Configuration, http: HTTPClient = HTTPClient()) throws {

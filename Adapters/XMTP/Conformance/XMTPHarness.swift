@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardConformance
 import SwitchboardCore
 import SwitchboardFaults
@@ -91,7 +90,7 @@ public struct XMTPHarness: ConformanceHarness {
 /// the fixture's folder before then races that close (the removal fails half way when the WAL vanishes under it).
 final class AdapterReleases: Sendable {
     private struct Entry: Sendable { weak var adapter: XMTPAdapter? }
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
 
     /// Remembers `adapter` and returns it.
     func track(_ adapter: XMTPAdapter) -> XMTPAdapter {

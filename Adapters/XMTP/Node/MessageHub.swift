@@ -1,5 +1,6 @@
 import Synchronization
 import SwitchboardNet
+import SwitchboardCore
 
 /// Fans stored messages out to live subscriptions, in id order.
 ///
@@ -42,7 +43,7 @@ final class MessageHub: Sendable {
         func next() async -> [XMTPNodeStoredMessage]? { await queue.next() }
     }
 
-    private let listeners = Mutex<[ObjectIdentifier: Listener]>([:])
+    private let listeners = Locked<[ObjectIdentifier: Listener]>([:])
     private let bufferLimit: Int
 
     /// A hub whose listeners buffer up to `bufferLimit` messages each.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardNet
 
@@ -23,7 +22,7 @@ final class NodeService: Sendable {
     let hub: MessageHub
     private let runner: BlockingRunner
     /// Held while a batch is committed and published, so listeners see ids in increasing order.
-    private let publishGate = Mutex(0)
+    private let publishGate = Locked(0)
     /// The base of upload URLs, e.g. `http://127.0.0.1:8080`, set once the port is known.
     let base = ServerBaseURL()
     private let uploads: URL

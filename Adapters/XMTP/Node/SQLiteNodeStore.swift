@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
 import SwitchboardSQLite
+import SwitchboardCore
 
 /// The node's store in one SQLite file (WAL), every access serialised by a mutex, so ids follow commit order.
 public final class SQLiteNodeStore: XMTPNodeStore {
-    private let database: Mutex<SQLiteConnection?>
+    private let database: Locked<SQLiteConnection?>
 
     /// Opens (creating) the database at `path` in WAL mode with a busy timeout and applies the schema.
     public init(path: String) throws {
@@ -23,7 +23,7 @@ public final class SQLiteNodeStore: XMTPNodeStore {
             CREATE TABLE IF NOT EXISTS upload_grants (token_hash TEXT PRIMARY KEY, content_digest TEXT NOT NULL,
                 content_length INTEGER NOT NULL, expires_ns INTEGER NOT NULL, inbox_id TEXT NOT NULL);
             """)
-        database = Mutex(sqlite)
+        database = Locked(sqlite)
     }
 
     /// Runs `body` with the open connection under the lock; throws `SQLITE_MISUSE` once the store is closed.
