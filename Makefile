@@ -7,7 +7,7 @@ PYTHON_PACKAGES := websockets==15.0.1 supabase==2.34.1 postgrest==2.34.1 realtim
                    xmtp-bindings==0.1.8 cryptography==50.0.2 python-socketio==5.18.1 python-engineio==4.15.1 \
                    websocket-client==1.9.2 aiohttp==3.14.5
 
-.PHONY: deps build test demo conformance bench clean
+.PHONY: deps build test sanitize demo conformance bench clean
 
 deps: $(VENV)/.installed
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
@@ -48,6 +48,15 @@ test: deps
 	$(TEST_ENV) $(SWIFT) test --skip-build --filter StoreExecutorTests
 	@echo "== the chaos soak, short (scripts/soak/soak.py: 2 pairs, 20 s of traffic and chaos)"
 	SOAK_SECONDS=20 SOAK_PAIRS=2 SOAK_RATE=6 SOAK_HALF_OPEN_SECONDS=10 SOAK_SETTLE_SECONDS=120 $(VENV)/bin/python scripts/soak/soak.py
+
+## `make test`'s groups under AddressSanitizer and then ThreadSanitizer (where `Locked` is an NSLock, which TSan
+## understands), each in a build folder of its own (.build-asan, .build-tsan); fails on any report and says how
+## long each build and run took. `make sanitize SANITIZERS=thread` runs one of them.
+SANITIZERS ?= address thread
+sanitize: deps
+	@status=0; for sanitizer in $(SANITIZERS); do \
+		$(TEST_ENV) SWIFT=$(SWIFT) scripts/sanitize.sh $$sanitizer $(TEST_GROUPS) || status=1; \
+	done; exit $$status
 
 ## Both reference servers on loopback, bridged; the bridge is SIGKILLed mid-burst and restarted; prints both
 ## timelines side by side, the ID map and a summary counted from the backends. (`switchboard demo --memory`
@@ -91,4 +100,4 @@ soak: deps
 	exit $$status
 
 clean:
-	rm -rf .build .build-fuzz $(VENV)
+	rm -rf .build .build-fuzz .build-asan .build-tsan $(VENV)
