@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// The server's life cycle: routes, start, and the orderly stop, around one `HTTPServerListener` on its event loop.
 final class HTTPServerCore: Sendable {
@@ -14,7 +14,7 @@ final class HTTPServerCore: Sendable {
 
     let configuration: HTTPServer.Configuration
     let routes = HTTPServerRoutes()
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let stopped = CivetwebCompletion()
 
     init(configuration: HTTPServer.Configuration) {

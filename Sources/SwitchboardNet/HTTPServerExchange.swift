@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// The bridge between one request's connection, on the server's event loop, and the Swift task running its handler.
 ///
@@ -23,7 +23,7 @@ final class HTTPServerExchange: Sendable {
     }
 
     private let connection: HTTPServerConnection
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// An exchange for the request being answered on `connection`.
     init(connection: HTTPServerConnection) {

@@ -1,5 +1,6 @@
 import CLibUV
 import Foundation
+import SwitchboardCore
 import Synchronization
 
 /// A WebSocket route: who may upgrade, and the handler that runs for the connection's life.
@@ -25,7 +26,7 @@ final class HTTPServerRoutes: Sendable {
         var webSocket = HTTPServerRouter<HTTPServerWebSocketRoute>()
     }
 
-    private let tables = Mutex(Tables())
+    private let tables = Locked(Tables())
 
     /// Adds an HTTP route.
     func add(method: HTTPMethod, prefix: String, handler: @escaping HTTPServer.Handler) {
@@ -83,7 +84,7 @@ final class HTTPServerListener: @unchecked Sendable {
     private var listening = true
     private var connections: [ObjectIdentifier: HTTPServerConnection] = [:]
     private var perClient: [String: Int] = [:]
-    private let webSockets = Mutex<[ObjectIdentifier: WebSocketConnection]>([:])
+    private let webSockets = Locked<[ObjectIdentifier: WebSocketConnection]>([:])
 
     /// Binds and listens (the loop is not running yet, so this runs on the caller's thread).
     init(configuration: HTTPServer.Configuration, routes: HTTPServerRoutes) throws(HTTPServerError) {

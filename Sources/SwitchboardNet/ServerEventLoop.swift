@@ -1,6 +1,6 @@
 import CLibUV
 import Foundation
-import Synchronization
+import SwitchboardCore
 
 /// One libuv loop on a thread of its own (`sb-http`): every socket of an `HTTPServer` is read, written and timed
 /// out here, so an open connection costs its socket and a few kilobytes, never a thread.
@@ -18,9 +18,9 @@ final class ServerEventLoop: @unchecked Sendable {
         var ifDropped: (@Sendable () -> Void)?
     }
 
-    private let inbox = Mutex<(jobs: [Job], closed: Bool)>(([], false))
-    private let threadID = Mutex<pthread_t?>(nil)
-    private let thread = Mutex<ThreadHandle?>(nil)
+    private let inbox = Locked<(jobs: [Job], closed: Bool)>(([], false))
+    private let threadID = Locked<pthread_t?>(nil)
+    private let thread = Locked<ThreadHandle?>(nil)
     private let exited = CivetwebCompletion()
 
     /// A loop that is not running yet; handles may be set up on it from the creating thread until `start`.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwitchboardCore
 import SwitchboardNet
 
@@ -68,8 +67,8 @@ public final class HostileServer: Sendable {
 
     /// The underlying server.
     public let server: HTTPServer
-    private let rules = Mutex<[Rule]>([])
-    private let counters = Mutex(Counters())
+    private let rules = Locked<[Rule]>([])
+    private let counters = Locked(Counters())
 
     /// A stopped server (with `configuration`, e.g. for a handler timeout); add rules, then `start()`.
     public init(configuration: HTTPServer.Configuration = HTTPServer.Configuration()) {
