@@ -23,8 +23,16 @@ final class ServerEventLoop: @unchecked Sendable {
     private let thread = Locked<ThreadHandle?>(nil)
     private let exited = CivetwebCompletion()
 
+    /// libuv writes with `write(2)`, which raises SIGPIPE when the peer has gone (there is no `MSG_NOSIGNAL` for
+    /// it on Linux); a server must ignore the signal and see `EPIPE` instead, or a client hanging up mid-response
+    /// kills the process. Done once, when the first loop is made.
+    private static let sigpipeIgnored: Void = {
+        signal(SIGPIPE, SIG_IGN)
+    }()
+
     /// A loop that is not running yet; handles may be set up on it from the creating thread until `start`.
     init() throws(HTTPServerError) {
+        _ = Self.sigpipeIgnored
         loop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)

@@ -57,6 +57,19 @@ extension NetworkSuites {
             }
         }
 
+        @Test("clients that hang up mid-response cost the server nothing (no SIGPIPE): it goes on answering")
+        func hangUpMidResponse() async throws {
+            try await withServer { server, port in
+                server.route(.get, "/big") { _ in HTTPServerResponse(body: Data(count: 8 << 20)) }
+                for _ in 0..<20 {
+                    let socket = try await RawSocket.connect(port: port)
+                    try await socket.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+                    _ = try await socket.receive(timeout: .seconds(10)) { $0.count > 1000 }
+                }
+                #expect(try await health(port) == "ok")
+            }
+        }
+
         @Test("a WebSocket frame declaring 1 GiB is refused from its header with 1009, before any payload")
         func hugeFrameHeader() async throws {
             try await withServer { _, port in
