@@ -23,16 +23,8 @@ final class ServerEventLoop: @unchecked Sendable {
     private let thread = Locked<ThreadHandle?>(nil)
     private let exited = CivetwebCompletion()
 
-    /// libuv writes with `write(2)`, which raises SIGPIPE when the peer has gone (there is no `MSG_NOSIGNAL` for
-    /// it on Linux); a server must ignore the signal and see `EPIPE` instead, or a client hanging up mid-response
-    /// kills the process. Done once, when the first loop is made.
-    private static let sigpipeIgnored: Void = {
-        signal(SIGPIPE, SIG_IGN)
-    }()
-
     /// A loop that is not running yet; handles may be set up on it from the creating thread until `start`.
     init() throws(HTTPServerError) {
-        _ = Self.sigpipeIgnored
         loop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
@@ -59,6 +51,13 @@ final class ServerEventLoop: @unchecked Sendable {
     func start() throws(HTTPServerError) {
         let ready = DispatchSemaphore(value: 0)
         let handle = JoinableThread.start(name: "sb-http") { [self] in
+            // libuv writes with write(2), which raises SIGPIPE on this thread when a peer has gone (Linux has no
+            // MSG_NOSIGNAL for it). Blocked here, the write fails with EPIPE and only that connection closes; the
+            // process's own disposition, which child processes inherit, is left alone.
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
             threadID.withLock { $0 = pthread_self() }
             ready.signal()
             uv_run(loop, UV_RUN_DEFAULT)
