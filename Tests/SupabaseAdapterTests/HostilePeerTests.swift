@@ -212,19 +212,7 @@ struct SupabaseHostilePeerTests {
                     }
                 }
             }
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-supabase-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: root) }
-            let store = try SQLiteStore(path: root.appendingPathComponent("alice.sqlite").path)
-            let client = ChatClient(adapter: Self.adapter(url), store: store,
-                                    configuration: EngineConfiguration(stagingDirectory: root.appendingPathComponent("staging")))
-            try await client.start()
-            _ = try await client.open(Self.conversation)
-            let arrived = await conditionHolds(within: .seconds(20)) {
-                ((try? await client.timeline(of: Self.conversation)) ?? []).contains { $0.content.text == "m4" }
-            }
-            let texts = try await client.timeline(of: Self.conversation).map(\.content.text)
-            await client.stop()
+            let (arrived, texts) = try await timelineTexts(of: Self.adapter(url), in: Self.conversation, until: "m4")
             #expect(arrived)
             #expect(texts == ["m1", "m2", "m3", "m4"], "timeline: \(texts)")
         }
