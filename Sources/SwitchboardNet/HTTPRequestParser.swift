@@ -71,9 +71,6 @@ final class HTTPRequestParser {
         parser.deallocate()
     }
 
-    /// Whether the parser is between requests or inside one's head (for the connection's deadlines).
-    var isIdle: Bool { !inHead && bodyBytes == 0 && url.isEmpty && fields.isEmpty && !paused }
-
     /// Starts over on a fresh request (after an upgrade offer that was declined, which http-parser treats as the end
     /// of HTTP on the connection); paused until `next()` like after any request.
     func reset() {
@@ -261,7 +258,7 @@ struct HTTPRequestTarget: Hashable, Sendable {
     init(raw: [UInt8]) throws(HTTPRequestPath.Refusal) {
         var bytes = raw[...]
         if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) { bytes = bytes[..<hash] }
-        if bytes.first != UInt8(ascii: "/"), let scheme = Self.range(of: Array("://".utf8), in: bytes) {
+        if bytes.first != UInt8(ascii: "/"), let scheme = bytes.firstRange(of: Array("://".utf8)) {
             let rest = bytes[scheme.upperBound...]
             bytes = rest.firstIndex(of: UInt8(ascii: "/")).map { rest[$0...] } ?? rest[rest.endIndex...]
         }
@@ -273,15 +270,5 @@ struct HTTPRequestTarget: Hashable, Sendable {
         }
         let rawPath = String(decoding: pathBytes, as: UTF8.self)
         path = try HTTPRequestPath.decode(rawPath.hasPrefix("/") ? rawPath : "/" + rawPath)
-    }
-
-    private static func range(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Range<Int>? {
-        guard haystack.count >= needle.count else { return nil }
-        var index = haystack.startIndex
-        while index + needle.count <= haystack.endIndex {
-            if haystack[index..<(index + needle.count)].elementsEqual(needle) { return index..<(index + needle.count) }
-            index += 1
-        }
-        return nil
     }
 }

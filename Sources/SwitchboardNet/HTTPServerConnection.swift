@@ -414,9 +414,6 @@ final class HTTPServerConnection: @unchecked Sendable {
         }, UV.milliseconds(configuration.writeTimeout), 0)
     }
 
-    /// Bytes queued for writing and not yet handed to the kernel.
-    var bytesInFlight: Int { queuedBytes }
-
     fileprivate func writeFinished(count: Int, ok: Bool) {
         queuedBytes -= count
         // The peer took bytes: it has another `writeTimeout` for the rest.

@@ -42,11 +42,6 @@ final class ServerEventLoop: @unchecked Sendable {
         }
     }
 
-    /// The loop that owns a handle (from inside a libuv callback).
-    static func owning(_ loop: UnsafeMutablePointer<uv_loop_t>?) -> ServerEventLoop {
-        Unmanaged<ServerEventLoop>.fromOpaque(loop!.pointee.data).takeUnretainedValue()
-    }
-
     /// Starts the loop's thread; the loop keeps running until `shutDown`.
     func start() throws(HTTPServerError) {
         let ready = DispatchSemaphore(value: 0)
