@@ -1,3 +1,4 @@
+import CLibPQ
 import Foundation
 import SwitchboardCore
 #if canImport(Glibc)
@@ -251,6 +252,10 @@ public final class PostgresCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of ours reaches the child: `pg_ctl start` leaves a daemon behind that would otherwise hold,
+        // for as long as it runs, whatever descriptors were open here at that moment — another thread's pipe or
+        // Foundation's exit-watch socket for a child it just launched, whose end then never comes.
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid = pid_t()

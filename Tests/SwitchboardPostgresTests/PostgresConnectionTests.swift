@@ -150,6 +150,33 @@ struct PostgresClusterTests {
         #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
     }
 
+    @Test("the server holds none of our descriptors: a pipe open while it starts still ends when we close it")
+    func serverInheritsNoDescriptors() async throws {
+        let root = try PostgresTestCluster.makeTemporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        // As a Foundation child's stdout or exit-watch socket would be, open (without close-on-exec) while
+        // `pg_ctl start` runs; the daemon it leaves behind must not keep it open.
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let cluster = PostgresCluster(dataDirectory: root.appendingPathComponent("data"))
+        defer { try? cluster.stop() }
+        _ = try await offCooperativePool { try cluster.start() }
+        let server = try #require(cluster.serverProcess)
+        close(ends[1])
+        let held = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(server)/fd").compactMap { Int32($0) }
+            .filter { $0 > 2 }
+            .compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(server)/fd/\($0)") }
+        let ours = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(ends[0])")
+        #expect(!held.contains(ours), "the server holds our pipe (\(ours)) among \(held)")
+        var flags = fcntl(ends[0], F_GETFL)
+        flags |= O_NONBLOCK
+        _ = fcntl(ends[0], F_SETFL, flags)
+        var byte: UInt8 = 0
+        #expect(read(ends[0], &byte, 1) == 0, "end of file once our only write end is closed")
+        try await offCooperativePool { try cluster.stop() }
+    }
+
     @Test("stop and start twice keeps data; stop is idempotent")
     func stopStartTwice() async throws {
         let root = try PostgresTestCluster.makeTemporaryRoot()
