@@ -54,9 +54,16 @@ public final class PostgresConnection: Sendable {
     }
 
     /// Runs one statement with text parameters bound as `$1`, `$2`, …; values are never interpolated.
+    ///
+    /// A parameter holding a NUL character is refused before anything is sent (SQLSTATE `22021`, as the server
+    /// would answer): PostgreSQL text cannot hold one, and libpq's C strings would silently end the value there.
     @discardableResult
     public func query(_ sql: String, _ parameters: [String?] = []) throws -> PostgresResult {
-        try withConnection { connection in
+        if let index = parameters.firstIndex(where: { $0?.utf8.contains(0) == true }) {
+            throw PostgresError(code: .queryFailed, message: "parameter $\(index + 1) holds a NUL character, which text cannot hold",
+                                sqlState: "22021")
+        }
+        return try withConnection { connection in
             let cStrings: [UnsafeMutablePointer<CChar>?] = parameters.map { value in value.map { strdup($0) } }
             defer { for pointer in cStrings { free(pointer) } }
             let result = cStrings.withUnsafeBufferPointer { buffer -> OpaquePointer? in

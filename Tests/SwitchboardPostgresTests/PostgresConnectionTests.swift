@@ -38,6 +38,21 @@ struct PostgresConnectionTests {
         #expect(updated.affectedRows == 2)
     }
 
+    @Test("a parameter holding NUL is refused whole (22021, invalid argument), never cut short at the NUL")
+    func nulParameterRefused() throws {
+        let connection = try connect()
+        try connection.execute("CREATE TABLE params_nul (body text)")
+        let error = try #require(throws: PostgresError.self) {
+            try connection.query("INSERT INTO params_nul VALUES ($1), ($2)", ["fine", "a\u{0}b"])
+        }
+        #expect(error.sqlState == "22021")
+        #expect(error.message.contains("$2"))
+        #expect(!error.message.contains("a\u{0}b"), "the value stays out of the error")
+        #expect(error.switchboardError.code == .invalidArgument)
+        #expect(!error.switchboardError.isRetryable)
+        #expect(try connection.query("SELECT count(*) FROM params_nul").rows == [["0"]], "nothing stored, not even `a`")
+    }
+
     @Test("unique violation carries SQLSTATE 23505 with detail")
     func uniqueViolation() throws {
         let connection = try connect()
