@@ -29,6 +29,10 @@ build: deps
 ## network suites run alone because their leak checks count the process's threads and descriptors, and so do the
 ## store's executor suites, which time unrelated async work while the store waits on a lock.
 TEST_ENV := SWITCHBOARD_PYTHON=$(CURDIR)/$(VENV)/bin/python
+## Each test process gets this many seconds (a few minutes is normal); one still running then is a hang, and
+## scripts/watchdog.sh prints its threads' stacks and fails the run.
+TEST_WATCHDOG_SECONDS ?= 900
+WATCHDOG := scripts/watchdog.sh $(TEST_WATCHDOG_SECONDS)
 TEST_GROUPS := \
 	'^(SwitchboardCoreTests|SwitchboardFuzzTests|SwitchboardStoreTests|SwitchboardPostgresTests|MemoryAdapterTests|SwitchboardEngineTests|SwitchboardConformanceTests|SwitchboardNetTests|SwitchboardBenchTests)\.' \
 	'^(SupabaseProtocolTests|SupabaseServerTests|SupabaseAdapterTests)\.' \
@@ -40,14 +44,14 @@ test: deps
 	$(SWIFT) build --build-tests
 	@for group in $(TEST_GROUPS); do \
 		echo "== swift test --filter $$group"; \
-		$(TEST_ENV) $(SWIFT) test --skip-build --filter "$$group" --skip 'NetworkSuites|StoreExecutorTests' || exit 1; \
+		$(TEST_ENV) $(WATCHDOG) $(SWIFT) test --skip-build --filter "$$group" --skip 'NetworkSuites|StoreExecutorTests' || exit 1; \
 	done
 	@echo "== swift test --filter NetworkSuites (isolated)"
-	$(TEST_ENV) SWITCHBOARD_ISOLATED=1 $(SWIFT) test --skip-build --filter NetworkSuites
+	$(TEST_ENV) SWITCHBOARD_ISOLATED=1 $(WATCHDOG) $(SWIFT) test --skip-build --filter NetworkSuites
 	@echo "== swift test --filter StoreExecutorTests (isolated)"
-	$(TEST_ENV) $(SWIFT) test --skip-build --filter StoreExecutorTests
+	$(TEST_ENV) $(WATCHDOG) $(SWIFT) test --skip-build --filter StoreExecutorTests
 	@echo "== the chaos soak, short (scripts/soak/soak.py: 2 pairs, 20 s of traffic and chaos)"
-	SOAK_SECONDS=20 SOAK_PAIRS=2 SOAK_RATE=6 SOAK_HALF_OPEN_SECONDS=10 SOAK_SETTLE_SECONDS=120 $(VENV)/bin/python scripts/soak/soak.py
+	SOAK_SECONDS=20 SOAK_PAIRS=2 SOAK_RATE=6 SOAK_HALF_OPEN_SECONDS=10 SOAK_SETTLE_SECONDS=120 $(WATCHDOG) $(VENV)/bin/python scripts/soak/soak.py
 
 ## `make test`'s groups under AddressSanitizer and then ThreadSanitizer (where `Locked` is an NSLock, which TSan
 ## understands), each in a build folder of its own (.build-asan, .build-tsan); fails on any report and says how
