@@ -334,17 +334,8 @@ public final class SocketIOAdapter: ConfiguredAdapter, EditingAdapter, DeletingA
 
     // MARK: helpers
 
-    /// Whether `text` is a user or conversation ID of this backend: 1–128 of `[A-Za-z0-9._@:-]`.
-    public static func isValidName(_ text: String) -> Bool {
-        (1...128).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "@"),
-                 UInt8(ascii: ":"), UInt8(ascii: "-"): true
-            default: false
-            }
-        }
-    }
+    /// Whether `text` is a user or conversation ID of this backend (`SocketIOIdentifier`: 1–128 of `[A-Za-z0-9._@:-]`).
+    public static func isValidName(_ text: String) -> Bool { SocketIOIdentifier.isValid(text) }
 
     /// Whether `text` is a decimal sequence position.
     static func isPosition(_ text: String) -> Bool {

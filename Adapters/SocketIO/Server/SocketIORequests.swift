@@ -1,4 +1,5 @@
 import Foundation
+import SocketIOProtocol
 import SwitchboardCore
 
 /// A request body that must be one JSON object, with typed field access; failures are 400 `bad_request`.
@@ -61,23 +62,8 @@ struct SocketIOJSONBody: Sendable {
 
 /// Validation of the identifiers and fields of WIRE.md; pure, so it is tested without sockets.
 enum SocketIOValidation {
-    /// The characters of user and conversation IDs: `[A-Za-z0-9._@:-]`.
-    static func isIDCharacter(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "@"), UInt8(ascii: ":"), UInt8(ascii: "-"):
-            true
-        default:
-            false
-        }
-    }
-
-    /// Whether `text` is a valid user or conversation ID: 1–128 characters of `[A-Za-z0-9._@:-]`.
-    static func isValidID(_ text: String) -> Bool {
-        let bytes = text.utf8
-        return (1...128).contains(bytes.count) && bytes.allSatisfy(isIDCharacter)
-    }
+    /// Whether `text` is a valid user or conversation ID (`SocketIOIdentifier`).
+    static func isValidID(_ text: String) -> Bool { SocketIOIdentifier.isValid(text) }
 
     /// Checks an ID field, naming it in the error.
     static func id(_ text: String, field: String) throws(SocketIOServerError) -> String {
