@@ -73,6 +73,8 @@ public enum FuzzTargets {
                    run: HTTPFuzzing.runHeaders),
         FuzzTarget(name: "websocket-frames", summary: "WebSocket frame parser (any chunking) and the protocol state machine",
                    run: HTTPFuzzing.runWebSocket),
+        FuzzTarget(name: "bridge-config", summary: "switchboard bridge config files and migrate's endpoint objects: parse and check",
+                   run: ConfigFuzzing.run),
     ]
 
     /// The target named `name`, nil when there is none.

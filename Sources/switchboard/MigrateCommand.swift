@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SwitchboardBridge
+import SwitchboardConfig
 import SwitchboardCore
 import SwitchboardNet
 import SwitchboardPostgresStore

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchboardConfig
 import SwitchboardFuzzTargets
 import Testing
 
@@ -29,6 +30,20 @@ import Testing
                 Issue.record("\(name)/\(input.lastPathComponent): \(error)")
             }
         }
+    }
+
+    @Test("the config corpus holds accepted configs and endpoints, so the target's checks of accepted ones run")
+    func configCorpusReachesAcceptance() throws {
+        var configs = 0, endpoints = 0
+        for input in try Self.inputs(of: "bridge-config") {
+            guard let json = try? AdapterEndpoint.parseJSON(String(decoding: try Data(contentsOf: input), as: UTF8.self),
+                                                            path: "config") else { continue }
+            let base = URL(fileURLWithPath: "/fuzz/config")
+            if (try? BridgeConfigFile.parse(json, baseDirectory: base)) != nil { configs += 1 }
+            if (try? AdapterEndpoint.parse(json, path: "--from", baseDirectory: base)) != nil { endpoints += 1 }
+        }
+        #expect(configs >= 2, "accepted configs in the corpus: \(configs)")
+        #expect(endpoints >= 2, "accepted endpoints in the corpus: \(endpoints)")
     }
 
     @Test("each corpus folder belongs to a target, and target names are unique")
