@@ -3,7 +3,8 @@
 enum Inflate {
     /// The largest output accepted by default (a guard against decompression bombs): output stops growing at the
     /// limit, checked before every literal, copy and stored block, so a bomb costs at most this much memory.
-    static let maximumOutput = 256 * 1024 * 1024
+    /// 32 MiB holds the largest attachment the XMTP adapter accepts (25 MiB) with its content's framing.
+    static let maximumOutput = 32 * 1024 * 1024
 
     /// Inflates zlib-wrapped data (checking the Adler-32), or raw deflate when there is no valid zlib header.
     static func zlibOrRaw(_ data: [UInt8], maximumOutput limit: Int = maximumOutput) throws(XMTPCodecError) -> [UInt8] {
