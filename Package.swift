@@ -138,7 +138,7 @@ let package = Package(
                     dependencies: ["SwitchboardStore", "SwitchboardSQLite", "SwitchboardCore", "SwitchboardPostgresStore", "SwitchboardPostgres",
                                    "TestSupport"],
                     path: "Tests/SwitchboardStoreTests"),
-        .testTarget(name: "MemoryAdapterTests", dependencies: ["MemoryAdapter", "SwitchboardCore"],
+        .testTarget(name: "MemoryAdapterTests", dependencies: ["MemoryAdapter", "SwitchboardCore", "TestSupport"],
                     path: "Tests/MemoryAdapterTests"),
         .testTarget(name: "SwitchboardEngineTests",
                     dependencies: ["SwitchboardEngine", "SwitchboardStore", "SwitchboardCore", "MemoryAdapter", "TestSupport"],

@@ -30,6 +30,8 @@ built=$(date +%s)
 # process goes on, so one run shows every report.
 export ASAN_OPTIONS="log_path=$reports/asan:${SANITIZE_ASAN_OPTIONS:-detect_leaks=0}"
 export TSAN_OPTIONS="log_path=$reports/tsan:suppressions=$PWD/scripts/tsan-suppressions.txt${SANITIZE_TSAN_OPTIONS:+:$SANITIZE_TSAN_OPTIONS}"
+# Sanitized code runs 5-20 times slower: the tests' time bounds (TestTime) stretch by this factor.
+export SWITCHBOARD_TEST_TIME_SCALE=${SWITCHBOARD_TEST_TIME_SCALE:-6}
 failed=0
 run() {
   echo "== [$sanitizer] swift test $*"

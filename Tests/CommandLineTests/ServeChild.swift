@@ -45,7 +45,7 @@ final class ServeChild: @unchecked Sendable {
     /// The first line `process` writes, failing as soon as it exits (a refused option, say) instead of at the
     /// timeout.
     private static func firstLine(of output: OutputLines, from process: Process, timeout: Duration) async throws -> String {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = TestTime.deadline(after: timeout)
         while ContinuousClock.now < deadline {
             if let line = output.allLines().first { return line }
             // A server that exits has failed, whatever it printed.

@@ -1,6 +1,7 @@
 import Foundation
 import MemoryAdapter
 import SwitchboardCore
+import TestSupport
 import Testing
 
 @Suite("Memory live delivery")
@@ -127,7 +128,7 @@ struct LiveDeliveryTests {
         #expect(await live.waitUntil { !$0.isEmpty })
         #expect(f.backend.subscriberCount == 1)
         live.stop()
-        let deadline = ContinuousClock.now + .seconds(3)
+        let deadline = TestTime.deadline(after: .seconds(3))
         while f.backend.subscriberCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
         #expect(f.backend.subscriberCount == 0)
 

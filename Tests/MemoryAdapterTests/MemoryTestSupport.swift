@@ -1,6 +1,7 @@
 import Foundation
 import MemoryAdapter
 import SwitchboardCore
+import TestSupport
 import Testing
 
 /// A clock tests move by hand.
@@ -51,7 +52,7 @@ final class EventRecorder: Sendable {
 
     /// Waits until `predicate` holds for the recorded events, or the timeout passes; returns whether it held.
     func waitUntil(timeout: Duration = .seconds(30), _ predicate: ([AdapterEvent]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = TestTime.deadline(after: timeout)
         while ContinuousClock.now < deadline {
             if predicate(events) { return true }
             try? await Task.sleep(for: .milliseconds(2))

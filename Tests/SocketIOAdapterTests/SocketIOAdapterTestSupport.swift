@@ -36,7 +36,7 @@ struct SocketIOTestServer: Sendable {
 
 /// Waits until `condition` holds or `timeout` passes; returns whether it held.
 func waitUntil(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
+    let deadline = TestTime.deadline(after: timeout)
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))

@@ -31,7 +31,7 @@ final class RawSocket: Sendable {
         try await withThrowingTaskGroup(of: String?.self) { group in
             group.addTask { await self.iterator.nextText() }
             group.addTask {
-                try await Task.sleep(for: timeout)
+                try await Task.sleep(for: TestTime.limit(timeout))
                 throw TestSetupError("no frame within \(timeout)")
             }
             let first = try await group.next() ?? nil
@@ -156,12 +156,12 @@ struct EngineIOWireTests {
             // Stop answering pings: the server closes within pingInterval + pingTimeout.
             socket.answersPings.value = false
             var closed = false
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = TestTime.deadline(after: .seconds(5))
             while ContinuousClock.now < deadline {
                 guard try await socket.next(timeout: .seconds(5)) != nil else { closed = true; break }
             }
             #expect(closed, "the server closed the unresponsive socket")
-            let settle = ContinuousClock.now + .seconds(5)
+            let settle = TestTime.deadline(after: .seconds(5))
             while (harness.server.activeListeners > 0 || harness.server.openSockets > 0) && ContinuousClock.now < settle {
                 try await Task.sleep(for: .milliseconds(20))
             }
@@ -180,7 +180,7 @@ struct EngineIOWireTests {
             #expect(try await first.nextNonPing()?.hasPrefix("40{") == true)
             #expect(harness.server.activeListeners == 1)
             try await first.send("41")
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = TestTime.deadline(after: .seconds(5))
             while harness.server.activeListeners > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
             #expect(harness.server.activeListeners == 0)
             #expect(harness.server.openSockets == 1, "the Engine.IO session stays open")
@@ -194,7 +194,7 @@ struct EngineIOWireTests {
             #expect(harness.server.activeListeners == 2)
             await second.client.close(code: .goingAway)
             await first.client.close()
-            let settle = ContinuousClock.now + .seconds(5)
+            let settle = TestTime.deadline(after: .seconds(5))
             while (harness.server.activeListeners > 0 || harness.server.openSockets > 0) && ContinuousClock.now < settle {
                 try await Task.sleep(for: .milliseconds(20))
             }

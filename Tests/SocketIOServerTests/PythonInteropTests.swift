@@ -157,7 +157,7 @@ struct PythonInteropTests {
             #expect(lines["LATE_MESSAGE"] == true)
             #expect(lines["DONE"] == true, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
             // Every socket is gone and left no listener behind.
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = TestTime.deadline(after: .seconds(10))
             while (harness.server.activeListeners > 0 || harness.server.openSockets > 0) && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
             }

@@ -51,7 +51,7 @@ struct RealtimeCutsTests {
 
         let expected = 2 * perSide
         for (name, side) in [("alice", alice), ("bob", bob)] {
-            let deadline = ContinuousClock.now + .seconds(120)
+            let deadline = TestTime.deadline(after: .seconds(120))
             while try await side.store.read({ try $0.messageCount(in: conversation) }) < expected, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -89,7 +89,7 @@ struct RealtimeCutsTests {
             ids.append(try await client.send("\(label) \(index)", in: conversation).id)
             try await Task.sleep(for: .milliseconds(20))
         }
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = TestTime.deadline(after: .seconds(120))
         for id in ids {
             while try await client.message(id)?.delivery.isPublished != true, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))

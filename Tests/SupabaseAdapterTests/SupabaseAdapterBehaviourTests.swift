@@ -4,6 +4,7 @@ import SupabaseConformance
 import SupabaseProtocol
 import SwitchboardCore
 import SwitchboardNet
+import TestSupport
 import Testing
 
 /// The adapter against the real server (presence, expiring tokens) and against a misbehaving fake one.
@@ -45,7 +46,7 @@ struct SupabaseAdapterBehaviourTests {
     }
 
     private static func eventually(_ what: String, timeout: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = TestTime.deadline(after: timeout)
         while ContinuousClock.now < deadline {
             if try await condition() { return }
             try await Task.sleep(for: .milliseconds(50))

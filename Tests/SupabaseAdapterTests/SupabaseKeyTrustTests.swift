@@ -6,6 +6,7 @@ import SwitchboardCore
 import SwitchboardEngine
 import SwitchboardNet
 import SwitchboardStore
+import TestSupport
 import Testing
 
 /// Any member of a Supabase-like conversation can write any `metadata.switchboard.key` into his own rows, at insert
@@ -201,7 +202,7 @@ struct SupabaseKeyTrustTests {
 
     /// Checks `condition` until it holds; the bound only catches "never". Whether it held.
     private static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = TestTime.deadline(after: .seconds(30))
         while ContinuousClock.now < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(20))

@@ -52,7 +52,7 @@ struct RealtimeChangeFeedTests {
         }
         let text = try running.connection.query("SELECT max(id)::text FROM realtime.change_log").rows.first?[0] ?? nil
         let last = try #require(text.flatMap { Int64($0) })
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = TestTime.deadline(after: .seconds(10))
         while running.feed.position < last, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(running.feed.position >= last)
         return bodies

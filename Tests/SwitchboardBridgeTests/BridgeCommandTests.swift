@@ -139,7 +139,7 @@ struct BridgeCommandEndToEndTests {
         func owner() async -> String? { try? await store.leaseOwner(lease, now: Date()) }
         /// Waits until the owner satisfies `predicate` (or the timeout passes); returns the owner.
         func waitForOwner(_ predicate: (String?) -> Bool, timeout: Duration) async throws -> String? {
-            let deadline = ContinuousClock.now + timeout
+            let deadline = TestTime.deadline(after: timeout)
             while ContinuousClock.now < deadline {
                 let current = await owner()
                 if predicate(current) { return current }
@@ -177,7 +177,7 @@ struct BridgeCommandEndToEndTests {
         let total = sent.count
         let supabaseReader = servers.carolAdapter()
         let xmtpReader = try servers.daveAdapter(database: "reader.sqlite")
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = TestTime.deadline(after: .seconds(60))
         var supabase = SideContents(), xmtp = SideContents()
         while ContinuousClock.now < deadline {
             supabase = try await SideContents.read(supabaseReader, in: servers.supabaseConversation)

@@ -117,7 +117,7 @@ final class XMTPBridgeSide: Sendable {
 
 /// Runs `start` until it succeeds (the port of a just-stopped server may take a moment to free), for up to 15 s.
 func restartOnSamePort<Server: Sendable>(_ start: () async throws -> Server) async throws -> Server {
-    let deadline = ContinuousClock.now + .seconds(15)
+    let deadline = TestTime.deadline(after: .seconds(15))
     while true {
         do {
             return try await start()
@@ -300,7 +300,7 @@ final class BridgeChild: @unchecked Sendable {
 
     /// Waits up to `timeout` for the child to exit; returns its status (the signal when killed), nil on timeout.
     func waitForExit(timeout: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = TestTime.deadline(after: timeout)
         while process.isRunning {
             if ContinuousClock.now > deadline { return nil }
             try? await Task.sleep(for: .milliseconds(20))
@@ -456,7 +456,7 @@ func killAndRestart(_ child: inout BridgeChild, rounds: Int, pause: ClosedRange<
 /// Reads both sides every second until each holds `total` keys or `timeout` passes.
 func waitUntilBothHold(_ total: Int, timeout: Duration, _ readA: () async throws -> SideContents,
                        _ readB: () async throws -> SideContents) async throws {
-    let deadline = ContinuousClock.now + timeout
+    let deadline = TestTime.deadline(after: timeout)
     while ContinuousClock.now < deadline {
         let left = try await readA().copiesByKey.count
         let right = try await readB().copiesByKey.count

@@ -114,7 +114,7 @@ final class SocketRooms: Sendable {
     /// Waits (up to 30 s) until room `room` holds a message reading `text`; returns whether it did.
     func waitFor(_ text: String, in room: Int) async throws -> Bool {
         let adapter = erinAdapter()
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = TestTime.deadline(after: .seconds(30))
         while ContinuousClock.now < deadline {
             if try await adapter.allMessages(in: rooms[room]).contains(where: { $0.text == text }) { return true }
             try await Task.sleep(for: .milliseconds(100))
@@ -138,7 +138,7 @@ struct LogFile: Sendable {
 
     /// Waits (up to 30 s) for a line after the first `skip` lines that contains every one of `parts`; returns it.
     func waitForLine(after skip: Int = 0, containing parts: String...) async throws -> String {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = TestTime.deadline(after: .seconds(30))
         while ContinuousClock.now < deadline {
             if let line = lines().dropFirst(skip).first(where: { line in parts.allSatisfy(line.contains) }) { return line }
             try await Task.sleep(for: .milliseconds(50))
@@ -228,7 +228,7 @@ struct BridgeSignalCommandTests {
         #expect(broken.contains("failed"), "\(broken)")
 
         // Status lines name their pair; every line carries its time and level.
-        let statusDeadline = ContinuousClock.now + .seconds(30)
+        let statusDeadline = TestTime.deadline(after: .seconds(30))
         while ContinuousClock.now < statusDeadline, !child.output.allLines().contains(where: { $0.contains(" info pair broken: a→b ") }) {
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -301,7 +301,7 @@ struct BridgeTests {
             _ = try await send(pair.alice, "live \(index)", in: "room-left")
             _ = try await send(pair.bob, "reply \(index)", in: "room-right")
         }
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = TestTime.deadline(after: .seconds(30))
         var counts = (0, 0)
         while ContinuousClock.now < deadline {
             counts = (try await pair.messages(pair.left, "room-left", as: "alice").count,
@@ -317,7 +317,7 @@ struct BridgeTests {
                 if case .typing(_, "bridge", true) = event { seen.set(); return }
             }
         }
-        let typingDeadline = ContinuousClock.now + .seconds(30)
+        let typingDeadline = TestTime.deadline(after: .seconds(30))
         while !seen.value, ContinuousClock.now < typingDeadline {
             try await pair.alice.sendTyping(true, in: "room-left")
             try await Task.sleep(for: .milliseconds(100))
@@ -424,7 +424,7 @@ struct BridgeTests {
                     guard case .copied = outcome, !waited.value else { return }
                     waited.set()
                     if executor.isCurrentThread { onDedicatedThread.set() }
-                    let deadline = ContinuousClock.now + .seconds(5)
+                    let deadline = TestTime.deadline(after: .seconds(5))
                     while ContinuousClock.now < deadline {
                         if target.events.filter({ $0.hasPrefix("publishAll begin") }).count >= 2 {
                             overlapped.set()

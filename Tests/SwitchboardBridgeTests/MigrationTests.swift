@@ -325,7 +325,7 @@ final class MigrationWorld: Sendable {
                 if progress.processedThisRun >= processed { reached.store(true, ordering: .releasing) }
             })
         }
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = TestTime.deadline(after: .seconds(120))
         while !reached.load(ordering: .acquiring), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -359,7 +359,7 @@ final class MigrationWorld: Sendable {
     func runChildAndKill(afterProcessed processed: Int) async throws -> String {
         let child = try startChild()
         defer { child.killIfRunning() }
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = TestTime.deadline(after: .seconds(120))
         while ContinuousClock.now < deadline, child.process.isRunning {
             if let line = child.lines.allLines().first(where: { Self.processed(in: $0).map { $0 >= processed } ?? false }) {
                 kill(child.process.processIdentifier, SIGKILL)
@@ -374,7 +374,7 @@ final class MigrationWorld: Sendable {
     /// and waits for it to exit; returns its status and everything it printed.
     func runChildAndSignal(_ signal: Int32, afterProcessed processed: Int) async throws -> (status: Int32, output: String) {
         let child = try startChild()
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = TestTime.deadline(after: .seconds(120))
         var signalled = false
         while ContinuousClock.now < deadline, child.process.isRunning {
             if !signalled, child.lines.allLines().contains(where: { Self.processed(in: $0).map { $0 >= processed } ?? false }) {

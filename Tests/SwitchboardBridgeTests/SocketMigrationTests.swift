@@ -168,7 +168,7 @@ struct SocketMigrationRun: Sendable {
     /// returns that line.
     func runAndKill(afterProcessed processed: Int) async throws -> String {
         let child = try children.launch(command: "migrate", arguments: arguments, environment: servers.childEnvironment, log: log)
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = TestTime.deadline(after: .seconds(60))
         while ContinuousClock.now < deadline, child.process.isRunning {
             if let line = child.output.allLines().first(where: { MigrationWorld.processed(in: $0).map { $0 >= processed } ?? false }) {
                 await child.killHard()

@@ -149,7 +149,7 @@ func jsonObject(_ data: Data) throws -> [String: Any] {
 /// Polls `condition` every 50 ms until it holds or `timeout` passes; returns whether it held.
 func eventually(within timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let clock = ContinuousClock()
-    let deadline = clock.now + timeout
+    let deadline = clock.now + TestTime.limit(timeout)
     while clock.now < deadline {
         if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(50))

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 import SwitchboardNet
 
@@ -135,7 +136,7 @@ extension NetworkSuites {
                 #expect(closed)
                 held.removeAll()
                 // Once they close, new connections are admitted again.
-                let deadline = ContinuousClock.now + .seconds(20)
+                let deadline = TestTime.deadline(after: .seconds(20))
                 var answer = ""
                 while answer != "ok" && ContinuousClock.now < deadline {
                     answer = (try? await health(port)) ?? ""

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 import SwitchboardNet
 
@@ -236,7 +237,7 @@ extension NetworkSuites {
                     })
                 }
                 server.route(.get, "/slow") { _ in
-                    let deadline = ContinuousClock.now + .seconds(2)
+                    let deadline = TestTime.deadline(after: .seconds(2))
                     while ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
                     return .text("too late")
                 }
@@ -333,7 +334,7 @@ extension NetworkSuites {
             let server = HTTPServer()
             server.route(.get, "/hang") { _ in
                 // Ignores cancellation, like a handler stuck in a slow call.
-                let deadline = ContinuousClock.now + .seconds(3)
+                let deadline = TestTime.deadline(after: .seconds(3))
                 while ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
                 return .text("late")
             }

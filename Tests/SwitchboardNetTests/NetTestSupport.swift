@@ -21,7 +21,7 @@ enum NetTest {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask { await operation() }
             group.addTask {
-                try await Task.sleep(for: timeout)
+                try await Task.sleep(for: TestTime.limit(timeout))
                 return false
             }
             let first = try await group.next() ?? false
@@ -219,7 +219,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Waits until `condition(stdout, exited)` holds, or throws after `timeout`.
     func wait(for what: String, timeout: Duration, _ condition: @escaping @Sendable (String, Bool) -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = TestTime.deadline(after: timeout)
         let capture = capture
         let ticker = Task {
             while !Task.isCancelled {
@@ -342,7 +342,7 @@ final class RawSocket: Sendable {
     func receive(timeout: Duration, until condition: @escaping @Sendable (Data) -> Bool = { _ in false })
         async throws -> (data: Data, closed: Bool) {
         try await NetTest.blocking { [descriptor] in
-            let deadline = ContinuousClock.now + timeout
+            let deadline = TestTime.deadline(after: timeout)
             var received = Data()
             var buffer = [UInt8](repeating: 0, count: 65536)
             while ContinuousClock.now < deadline {

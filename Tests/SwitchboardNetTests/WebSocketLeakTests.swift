@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import SwitchboardNet
 
@@ -29,7 +30,7 @@ extension NetworkSuites {
 
         /// Polls until `condition` holds (at most `timeout`), since the server closes its end asynchronously.
         private func settle(within timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws {
-            let deadline = ContinuousClock.now + timeout
+            let deadline = TestTime.deadline(after: timeout)
             while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         }
 

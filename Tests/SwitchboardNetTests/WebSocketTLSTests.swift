@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import SwitchboardNet
 
@@ -187,7 +188,7 @@ extension NetworkSuites {
                                      headers: ["Authorization": "Bearer secret", "X-Trace": "abc"])
             #expect(client.isOpen)
             // The reader thread names itself as it starts, so give it a moment.
-            let deadline = ContinuousClock.now + .seconds(2)
+            let deadline = TestTime.deadline(after: .seconds(2))
             while Self.tlsThreads() != 1 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             #expect(Self.tlsThreads() == 1)
             var frames = client.frames.makeAsyncIterator()
@@ -325,7 +326,7 @@ extension NetworkSuites {
                 await client.close()
             }
             func settle(_ condition: () -> Bool) async throws {
-                let deadline = ContinuousClock.now + .seconds(5)
+                let deadline = TestTime.deadline(after: .seconds(5))
                 while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
             }
 

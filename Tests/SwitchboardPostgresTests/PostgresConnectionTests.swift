@@ -157,7 +157,7 @@ struct PostgresClusterTests {
         #expect(try PostgresConnection(url: url).query("SELECT 1").rows == [["1"]])
         kill(owner.processIdentifier, SIGKILL)
         owner.waitUntilExit()
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = TestTime.deadline(after: .seconds(10))
         while FileManager.default.fileExists(atPath: "/proc/\(server)"), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(100))
         }

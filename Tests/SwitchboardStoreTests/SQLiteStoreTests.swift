@@ -3,6 +3,7 @@ import CSQLite
 import Foundation
 @testable import SwitchboardStore
 import SwitchboardCore
+import TestSupport
 import Testing
 
 /// What only the SQLite store promises: files, WAL, migrations, recognising foreign and damaged files.
@@ -95,7 +96,7 @@ struct SQLiteStoreTests {
             let message = Fixtures.message()
             try store.writeBlocking { try $0.upsertMessage(message) }
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = TestTime.deadline(after: .seconds(10))
         while try raw.text("SELECT count FROM wal_restarts") == "0", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }

@@ -2,7 +2,7 @@
 /// waits for the event it needs, and the time bound only catches "never".
 public func conditionHolds(within timeout: Duration = .seconds(30),
                            _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
+    let deadline = TestTime.deadline(after: timeout)
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))

@@ -62,7 +62,7 @@ public enum ChildProcess {
         try process.run()
         let timer = DispatchWorkItem { if process.isRunning { process.terminate() } }
         if let timeout {
-            DispatchQueue.global().asyncAfter(deadline: .now() + Double(timeout.components.seconds), execute: timer)
+            DispatchQueue.global().asyncAfter(deadline: .now() + Double(TestTime.limit(timeout).components.seconds), execute: timer)
         }
         if let input {
             let writer = Thread {
@@ -130,7 +130,7 @@ public final class OutputLines: @unchecked Sendable {
 
     /// The first line, waiting up to `timeout`.
     public func firstLine(timeout: Duration) async throws -> String {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = TestTime.deadline(after: timeout)
         while ContinuousClock.now < deadline {
             if let line = allLines().first { return line }
             try await Task.sleep(for: .milliseconds(20))

@@ -1,6 +1,7 @@
 import Foundation
 import SwitchboardCore
 import SwitchboardSQLite
+import TestSupport
 import Testing
 import XMTPCodec
 import XMTPCrypto
@@ -200,7 +201,7 @@ struct XMTPLocalDeltaReadTests {
     }
 
     private func eventually(_ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = TestTime.deadline(after: .seconds(10))
         while ContinuousClock.now < deadline {
             if try condition() { return }
             try await Task.sleep(for: .milliseconds(20))

@@ -1,5 +1,6 @@
 import Foundation
 import SwitchboardCore
+import TestSupport
 import Testing
 @testable import SwitchboardNet
 @testable import XMTPNode
@@ -35,7 +36,7 @@ func parseLine(_ line: String) throws -> (id: UInt64, group: String, text: Strin
 
 /// Polls `condition` until true or `limit` passes.
 func eventually(within limit: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + limit
+    let deadline = TestTime.deadline(after: limit)
     while ContinuousClock.now < deadline {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
