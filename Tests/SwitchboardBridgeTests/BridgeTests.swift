@@ -45,10 +45,11 @@ struct BridgeTests {
         /// A bridge towards a `RecordingBulkAdapter` over the right room (batches of `limit`, each publish taking
         /// `delay`) that reads pages of `limit` too; `configure` changes the rest.
         func bulkBridge(limit: Int, delay: Duration, republishesByKey: Bool = false,
+                        publishWaitsFor: (@Sendable ([String]) -> Bool)? = nil,
                         configure: (inout BridgeConfiguration) -> Void = { _ in }) async throws
             -> (bridge: Bridge, target: RecordingBulkAdapter) {
             let target = RecordingBulkAdapter(right.makeAdapter(for: "bridge"), limit: limit, delay: delay,
-                                              republishesByKey: republishesByKey)
+                                              republishesByKey: republishesByKey, publishWaitsFor: publishWaitsFor)
             var configuration = BridgeConfiguration()
             configuration.batchSize = limit
             configure(&configuration)
@@ -383,7 +384,11 @@ struct BridgeTests {
         defer { pair.remove() }
         var sent: [RemoteID] = []
         for index in 0..<6 { sent.append(try await send(pair.alice, "alice \(index)", in: "room-left")) }
-        let (bridge, target) = try await pair.bulkBridge(limit: 3, delay: .milliseconds(300))
+        // The first batch's publish stays in flight until the next page's three prepares are seen (the bound only
+        // catches a bridge that never stages the next page meanwhile).
+        let (bridge, target) = try await pair.bulkBridge(limit: 3, delay: .seconds(10), publishWaitsFor: { events in
+            events.filter { $0.hasPrefix("prepare alice") }.count >= 6
+        })
         let stats = try await bridge.catchUp(.aToB)
         #expect(stats.messagesAToB == 6)
         let events = target.events
@@ -451,11 +456,11 @@ struct BridgeTests {
         let pair = try Pair(rightScheme: .clientAssigned)
         defer { pair.remove() }
         for index in 0..<600 { _ = try await send(pair.alice, "alice \(index)", in: "room-left") }
-        let (bridge, target) = try await pair.bulkBridge(limit: 20, delay: .milliseconds(30)) { $0.pollInterval = .seconds(30) }
+        let (bridge, target) = try await pair.bulkBridge(limit: 20, delay: .milliseconds(30), configure: { $0.pollInterval = .seconds(30) })
         let running = Task { await bridge.run() }
         let started = ContinuousClock.now
         var crossed = 0
-        while crossed < 600, ContinuousClock.now - started < .seconds(30) {
+        while crossed < 600, ContinuousClock.now - started < TestTime.limit(.seconds(30)) {
             try await Task.sleep(for: .milliseconds(20))
             crossed = try await pair.messages(pair.right, "room-right", as: "bob").count
         }
@@ -468,7 +473,7 @@ struct BridgeTests {
         #expect(reads <= 8, "the quiet side was read \(reads) times during a \(backlog) backlog")
         _ = try await send(pair.bob, "bob", in: "room-right")
         var left: [RemoteMessage] = []
-        while !left.contains(where: { $0.text == "bob" }), ContinuousClock.now - started < .seconds(30) {
+        while !left.contains(where: { $0.text == "bob" }), ContinuousClock.now - started < TestTime.limit(.seconds(30)) {
             try await Task.sleep(for: .milliseconds(20))
             left = try await pair.messages(pair.left, "room-left", as: "alice")
         }
@@ -506,15 +511,20 @@ final class RecordingBulkAdapter: ForwardingAdapter, BulkPublishingAdapter, Edit
     private let log = Locked<[String]>([])
     private let readCount = Locked(0)
     private let delay: Duration
+    /// When set, a `publishAll` ends its wait as soon as this holds for the events so far (`delay` then only bounds it).
+    private let publishWaitsFor: (@Sendable ([String]) -> Bool)?
     /// The most messages per `publishAll`.
     let bulkPublishLimit: Int
     /// Whether the bridge may prepare a staged copy again instead of storing it (true only over a key-derived
     /// backend, like the Supabase-like adapter).
     let republishesByKey: Bool
 
-    /// Wraps `inner`; each `publishAll` takes at least `delay`.
-    init(_ inner: MemoryAdapter, limit: Int, delay: Duration, republishesByKey: Bool = false) {
+    /// Wraps `inner`; each `publishAll` takes at least `delay`, or waits until `publishWaitsFor` holds (at most
+    /// `delay`, stretched by `TestTime`).
+    init(_ inner: MemoryAdapter, limit: Int, delay: Duration, republishesByKey: Bool = false,
+         publishWaitsFor: (@Sendable ([String]) -> Bool)? = nil) {
         self.inner = inner
+        self.publishWaitsFor = publishWaitsFor
         self.bulkPublishLimit = limit
         self.delay = delay
         self.republishesByKey = republishesByKey
@@ -533,7 +543,11 @@ final class RecordingBulkAdapter: ForwardingAdapter, BulkPublishingAdapter, Edit
     /// Records, waits `delay`, publishes each in order.
     func publishAll(_ prepared: [PreparedMessage]) async throws -> [PublishReceipt] {
         log.withLock { $0.append("publishAll begin \(prepared.count)") }
-        try await Task.sleep(for: delay)
+        if let publishWaitsFor {
+            _ = await conditionHolds(within: delay) { publishWaitsFor(events) }
+        } else {
+            try await Task.sleep(for: delay)
+        }
         var receipts: [PublishReceipt] = []
         for message in prepared { receipts.append(try await inner.publish(message)) }
         log.withLock { $0.append("publishAll end") }

@@ -292,7 +292,7 @@ extension NetworkSuites {
 
         @Test("stalled clients are timed out (408) and do not block other connections meanwhile")
         func stalledClient() async throws {
-            try await withServer({ $0.requestTimeout = .seconds(1) }) { _, port in
+            try await withServer({ $0.requestTimeout = TestTime.limit(.seconds(1)) }) { _, port in
                 let started = ContinuousClock.now
                 let stalledHead = try await RawSocket.connect(port: port)
                 try await stalledHead.send("GET /echo HTTP/1.1\r\nHost: x\r\nX-Half: ")
@@ -303,13 +303,13 @@ extension NetworkSuites {
                 let other = try await NetTest.curl(["--write-out", "%{http_code}", "--output", "/dev/null",
                                                     "http://127.0.0.1:\(port)/echo"])
                 #expect(other.text == "200")
-                #expect(ContinuousClock.now - started < .milliseconds(900), "served before the stalled ones timed out")
+                #expect(ContinuousClock.now - started < TestTime.limit(.milliseconds(900)), "served before the stalled ones timed out")
                 for stalled in [stalledHead, stalledBody] {
                     let (data, closed) = try await stalled.receive(timeout: .seconds(10))
                     #expect(String(decoding: data, as: UTF8.self).hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
                     #expect(closed)
                 }
-                #expect(ContinuousClock.now - started < .seconds(5))
+                #expect(ContinuousClock.now - started < TestTime.limit(.seconds(5)))
             }
         }
 
@@ -357,7 +357,7 @@ extension NetworkSuites {
             try await Task.sleep(for: .milliseconds(200))
             let started = ContinuousClock.now
             await server.stop()
-            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(ContinuousClock.now - started < TestTime.limit(.seconds(5)))
             #expect(server.port == nil)
             #expect(NetTest.threadNames().filter { $0.hasPrefix("sb-http") }.count == before)
             let hung = try await hanging.result(timeout: .seconds(10))
