@@ -25,7 +25,7 @@ public final class MemoryBackend: Sendable {
     /// The journal file, when mutations are journaled.
     public let journal: URL?
 
-    private let server: MemoryServer
+    let server: MemoryServer
     private let clock: @Sendable () -> Date
 
     /// Creates a server (replaying `journal` when given) under an ID scheme, a reaction policy and a clock.
@@ -200,7 +200,14 @@ public final class MemoryBackend: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: AdapterEvent.self, bufferingPolicy: .unbounded)
         let token = server.state.withLock { $0.subscribe(to: conversation, as: user, continuation: continuation) }
         if let token {
-            continuation.onTermination = { [weak server] _ in server?.unsubscribe(token) }
+            // Not under the server's lock here: a consumer's cancellation runs this while the runtime holds that
+            // task's status lock, and a publish holds the server's lock while its yield needs the same status lock.
+            // Taking the server's lock here deadlocked the two (and with them the two-thread cooperative pool).
+            // Until the unsubscribe runs, yields to the ended stream are dropped by the stream itself.
+            continuation.onTermination = { [weak server] _ in
+                guard let server else { return }
+                Task { server.unsubscribe(token) }
+            }
         } else {
             continuation.finish()
         }

@@ -1,5 +1,5 @@
 import Foundation
-import MemoryAdapter
+@testable import MemoryAdapter
 import SwitchboardCore
 import TestSupport
 import Testing
@@ -119,6 +119,31 @@ struct LiveDeliveryTests {
         let tail = Array(live.events.suffix(2))
         #expect(tail.first?.message?.idempotencyKey == three.id)
         #expect(tail.last?.isDisconnected == true)
+    }
+
+    /// A publish yields to each subscriber while it holds the server's lock, and that yield needs the waiting
+    /// consumer's task status lock; a consumer's cancellation holds its status lock while the stream's termination
+    /// handler runs. A handler that took the server's lock deadlocked the two: CI's first test group once hung on it.
+    @Test("cancelling a live consumer never waits for the server's lock, which a publish holds while it yields")
+    func cancellationTakesNoServerLock() async throws {
+        let f = try Fixture(.serverAssigned)
+        let stream = f.backend.subscribe(to: f.room, as: "alice")
+        let received = Locked(0)
+        let consumer = Task { for await _ in stream { received.withLock { $0 += 1 } } }
+        #expect(await conditionHolds { received.withLock { $0 } >= 1 }, "the stream says connected first")
+        // Let the consumer suspend in `next()`, so the cancellation below runs its handler on the cancelling thread.
+        try await Task.sleep(for: .milliseconds(100))
+        let returned = try await offCooperativePool { () -> Bool in
+            f.backend.server.state.withLock { _ in
+                let done = DispatchSemaphore(value: 0)
+                Thread { consumer.cancel(); done.signal() }.start()
+                let returned = done.wait(timeout: .now() + Double(TestTime.limit(.seconds(5)).components.seconds)) == .success
+                return returned
+            }
+        }
+        #expect(returned, "cancel() waited for the lock a publish holds while it yields")
+        await consumer.value
+        #expect(await conditionHolds { f.backend.subscriberCount == 0 }, "the subscription is removed afterwards")
     }
 
     @Test("a subscription ends when its consumer stops; a non-member's ends at once")
