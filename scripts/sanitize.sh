@@ -35,7 +35,9 @@ export SWITCHBOARD_TEST_TIME_SCALE=${SWITCHBOARD_TEST_TIME_SCALE:-6}
 failed=0
 run() {
   echo "== [$sanitizer] swift test $*"
-  "$swift" test --skip-build --scratch-path "$scratch" "${flags[@]}" "$@" || failed=1
+  # A test process still running after this long is a hang: scripts/watchdog.sh prints its stacks and stops it.
+  scripts/watchdog.sh "${SANITIZE_WATCHDOG_SECONDS:-2700}" \
+    "$swift" test --skip-build --scratch-path "$scratch" "${flags[@]}" "$@" || failed=1
 }
 for group in "$@"; do run --filter "$group" --skip 'NetworkSuites|StoreExecutorTests'; done
 SWITCHBOARD_ISOLATED=1 run --filter NetworkSuites
