@@ -44,10 +44,8 @@ public struct BridgeWorkerConfiguration: Sendable {
         self.worker = worker
     }
 
-    /// `host-pid`, the default worker name.
-    public static var defaultWorkerName: String {
-        "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
-    }
+    /// `host-pid`, the default worker name; the host name is looked up once per process, not at every config parse.
+    public static let defaultWorkerName = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
 }
 
 /// What a worker knows about one of its pairs.

@@ -137,8 +137,7 @@ struct LiveDeliveryTests {
             f.backend.server.state.withLock { _ in
                 let done = DispatchSemaphore(value: 0)
                 Thread { consumer.cancel(); done.signal() }.start()
-                let returned = done.wait(timeout: .now() + Double(TestTime.limit(.seconds(5)).components.seconds)) == .success
-                return returned
+                return done.wait(timeout: .now() + Double(TestTime.limit(.seconds(5)).components.seconds)) == .success
             }
         }
         #expect(returned, "cancel() waited for the lock a publish holds while it yields")
